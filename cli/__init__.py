@@ -1,0 +1,1 @@
+"""The `diffusion-infill` command line: subcommands that call the engine (and the server)."""

@@ -1,0 +1,87 @@
+"""Entry point of the `diffusion-infill` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from engine.settings import MODES, EngineSettings
+
+SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="checkpoint directory or hub id in the local cache (default: embedded)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
+    parser.add_argument("--dtype", default="auto", help="float32, bfloat16 ... (default: auto)")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="diffusion-infill", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
+    complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:11:41")
+    complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    complete.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
+    complete.add_argument("--max-steps", type=int, help="denoising steps at most")
+    complete.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
+    complete.add_argument("--mode", choices=MODES, default="auto")
+    _model_options(complete)
+
+    train = commands.add_parser("train", help="train the embedded model (resumable)")
+    train.add_argument("--run-dir", type=Path, default=Path("runs/tiny"), help="checkpoints, logs, probes")
+    train.add_argument("--export", type=Path, default=Path("engine/model"), help="save_pretrained directory")
+    train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer)")
+    train.add_argument("--max-steps", type=int, default=10**9, help="stop at this optimizer step")
+    train.add_argument("--max-minutes", type=float, help="stop after this wall time")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
+    return parser
+
+
+def _complete(args: argparse.Namespace) -> int:
+    import torch
+
+    from cli.complete import Location, LocationError, run
+    from engine.infill import InfillEngine
+    from engine.loading import ModelLoadError, load
+
+    torch.manual_seed(args.seed)
+    try:
+        location = Location.parse(args.location)
+        location.split(location.path.read_text(encoding="utf-8"))
+        loaded = load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
+    except (LocationError, OSError, ModelLoadError) as error:
+        print(f"diffusion-infill: {error}", file=sys.stderr)
+        return 2
+    settings = EngineSettings(mode=args.mode).with_overrides(
+        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
+    return run(InfillEngine(loaded, settings), location, args.json)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from engine.training.train import Trainer, TrainConfig
+
+    trainer = Trainer(TrainConfig(seed=args.seed, noise=args.noise), args.run_dir, args.export, args.init_from)
+    trainer.train(args.max_steps, args.max_minutes)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not args.verbose:
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+    handlers = {"complete": _complete, "train": _train}
+    return handlers[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Text in, drafts out: the diffusion infilling engine. Knows nothing of LSP."""

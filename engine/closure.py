@@ -1,0 +1,499 @@
+"""Syntax-closure check for inline completions.
+
+A completion is inserted between ``prefix`` and ``suffix``.  It must never
+leave the file syntactically worse than ``prefix + suffix`` alone: no new
+tree-sitter ERROR/MISSING nodes, no new unbalanced or duplicated brackets, no
+new unclosed Markdown code fence.  Problems are reported as character offsets
+into the candidate so the caller can re-noise or truncate exactly there.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from itertools import accumulate
+from pathlib import PurePath
+
+import tree_sitter_javascript
+import tree_sitter_json
+import tree_sitter_markdown
+import tree_sitter_python
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+_EXTENSIONS = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".json": "json",
+    ".jsonc": "json",
+    ".md": "markdown",
+    ".markdown": "markdown",
+}
+
+_LANGUAGE_IDS = {
+    "python": "python",
+    "javascript": "javascript",
+    "javascriptreact": "javascript",
+    "typescript": "typescript",
+    "typescriptreact": "tsx",
+    "json": "json",
+    "jsonc": "json",
+    "markdown": "markdown",
+}
+
+_GRAMMARS: dict[str, Callable[[], object]] = {
+    "python": tree_sitter_python.language,
+    "javascript": tree_sitter_javascript.language,
+    "typescript": tree_sitter_typescript.language_typescript,
+    "tsx": tree_sitter_typescript.language_tsx,
+    "json": tree_sitter_json.language,
+    "markdown": tree_sitter_markdown.language,
+}
+
+LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)
+
+# "${" opens a template substitution and "{|" a Flow-style exact object type;
+# both are distinct tokens that the ordinary closers end.
+_PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
+_CLOSERS = frozenset(")]}")
+_TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
+
+# Markdown prose uses brackets freely ("1)", ":)"), so only fences count there.
+_PROSE_LANGUAGES = frozenset({"markdown"})
+_FENCE_QUERY = "(fenced_code_block) @fence"
+
+# The baseline (prefix + suffix) repeats across calls for one cursor position,
+# and longest_valid_prefix re-checks it for every cut point.
+_ANALYSIS_CACHE_SIZE = 32
+
+
+def language_for_path(path: str) -> str | None:
+    """Language name for a file path, judged by its extension."""
+    return _EXTENSIONS.get(PurePath(path).suffix.lower())
+
+
+def language_for_id(language_id: str) -> str | None:
+    """Language name for an LSP ``languageId``."""
+    return _LANGUAGE_IDS.get(language_id)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Where in the candidate the damage is, in characters (not bytes).
+
+    Damage that surfaces in the prefix or suffix is clamped to the candidate's
+    nearest edge, so ``0 <= start <= end <= len(candidate)`` always holds.
+    """
+
+    start: int
+    end: int  # exclusive
+    kind: str  # "error", "missing", "bracket", "duplicate-closer" or "fence"
+    message: str
+
+
+@dataclass(frozen=True)
+class ClosureReport:
+    valid: bool
+    problems: tuple[Problem, ...]
+
+    def first_bad_offset(self) -> int | None:
+        """Where to re-noise or truncate from; None when valid."""
+        return min((problem.start for problem in self.problems), default=None)
+
+
+_VALID = ClosureReport(valid=True, problems=())
+
+
+def check(
+    prefix: str, candidate: str, suffix: str, language: str | None
+) -> ClosureReport:
+    """Whether inserting ``candidate`` keeps the file's syntax no worse."""
+    if language is not None and language not in _GRAMMARS:
+        raise ValueError(f"unsupported language: {language!r}")
+    if not candidate:
+        return _VALID
+    problems = _problems(prefix, candidate, suffix, language)
+    if not problems:
+        return _VALID
+    duplicate = _duplicate_closer(prefix, candidate, suffix, language)
+    return ClosureReport(valid=False, problems=(duplicate,) if duplicate else problems)
+
+
+def longest_valid_prefix(
+    prefix: str, candidate: str, suffix: str, language: str | None
+) -> str:
+    """Longest prefix of ``candidate`` that ``check`` accepts.
+
+    Validity is not monotone in the cut length (cutting inside a string can
+    break a valid candidate), so bisection would be wrong.  Instead the cut
+    points are line ends plus the start of every problem found on the way,
+    tried longest first; each failed try can only add shorter cut points.
+    """
+    pending = {len(candidate), *(i for i, char in enumerate(candidate) if char == "\n")}
+    while pending:
+        cut = max(pending)
+        pending.remove(cut)
+        report = check(prefix, candidate[:cut], suffix, language)
+        if report.valid:
+            return candidate[:cut]
+        pending.update(
+            problem.start for problem in report.problems if problem.start < cut
+        )
+    return ""
+
+
+@dataclass(frozen=True, order=True)
+class _Flaw:
+    """A syntax flaw in a whole document, in UTF-8 byte offsets."""
+
+    start: int
+    end: int
+    kind: str
+    message: str
+
+
+_Token = tuple[int, int, str]  # start byte, end byte, bracket text
+
+
+@dataclass(frozen=True)
+class _Brackets:
+    flaws: tuple[_Flaw, ...]
+    partners: dict[int, _Token]  # start byte of each matched bracket -> its partner
+
+
+@dataclass(frozen=True)
+class _Syntax:
+    errors: tuple[_Flaw, ...]
+    brackets: _Brackets
+    fences: tuple[_Flaw, ...]
+
+
+@dataclass(frozen=True)
+class _Splice:
+    """Where the candidate sits inside the document, for offset mapping."""
+
+    start: int
+    char_offsets: tuple[int, ...]  # byte offset of each character boundary
+
+    @classmethod
+    def of(cls, head: bytes, candidate: str) -> _Splice:
+        sizes = (len(_encode(char)) for char in candidate)
+        return cls(start=len(head), char_offsets=tuple(accumulate(sizes, initial=0)))
+
+    @property
+    def width(self) -> int:
+        return self.char_offsets[-1]
+
+    @property
+    def end(self) -> int:
+        return self.start + self.width
+
+    def shift(self, position: int) -> int:
+        """Where a baseline position starting suffix text lands after insertion."""
+        return position + self.width if position >= self.start else position
+
+    def touches(self, flaw: _Flaw) -> bool:
+        return flaw.start <= self.end and flaw.end >= self.start
+
+    def contains(self, flaw: _Flaw) -> bool:
+        return self.start <= flaw.start < flaw.end <= self.end
+
+    def from_baseline(self, flaw: _Flaw) -> tuple[int, int]:
+        """The span a baseline flaw would have if the candidate did not affect it."""
+        start = self.shift(flaw.start)
+        if flaw.start == flaw.end:
+            return start, start
+        return start, flaw.end + self.width if flaw.end > self.start else flaw.end
+
+    def to_problem(self, flaw: _Flaw) -> Problem:
+        # Flaws outside the candidate are clamped to its nearest edge: an error
+        # that surfaces in the suffix was caused where the candidate ends.
+        start = min(max(flaw.start - self.start, 0), self.width)
+        end = min(max(flaw.end - self.start, 0), self.width)
+        return Problem(
+            start=bisect_right(self.char_offsets, start) - 1,
+            end=bisect_left(self.char_offsets, end),
+            kind=flaw.kind,
+            message=flaw.message,
+        )
+
+
+@dataclass
+class _Grammar:
+    parser: Parser
+    brackets: Query | None
+    fences: Query | None
+    # Parsers keep per-parse state in C and must not be shared across threads.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def parse(self, source: bytes) -> Node:
+        with self.lock:
+            return self.parser.parse(source).root_node
+
+
+@cache
+def _grammar(language: str) -> _Grammar:
+    grammar = Language(_GRAMMARS[language]())
+    if language in _PROSE_LANGUAGES:
+        return _Grammar(
+            Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY)
+        )
+    # Grammars lack some tokens (JSON has no parentheses) and a query naming
+    # an unknown token does not compile.
+    tokens = [
+        t for t in (*_PAIRS, *_PAIRS.values()) if grammar.id_for_node_kind(t, False)
+    ]
+    return _Grammar(
+        Parser(grammar), brackets=Query(grammar, _alternation(tokens)), fences=None
+    )
+
+
+def _alternation(tokens: Iterable[str]) -> str:
+    return (
+        "[" + " ".join(f'"{token}"' for token in dict.fromkeys(tokens)) + "] @bracket"
+    )
+
+
+def _encode(text: str) -> bytes:
+    # Lone surrogates can reach us from editor JSON; keep one byte mapping for them.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _problems(
+    prefix: str, candidate: str, suffix: str, language: str | None
+) -> tuple[Problem, ...]:
+    head, body, tail = _encode(prefix), _encode(candidate), _encode(suffix)
+    before = _analyze(language, head + tail)
+    after = _analyze(language, head + body + tail)
+    splice = _Splice.of(head, candidate)
+    flaws = [
+        *_worsened(before.errors, after.errors, splice),
+        *_blamed(before.brackets, after.brackets, splice),
+        *_worsened(before.fences, after.fences, splice),
+    ]
+    problems = {splice.to_problem(flaw) for flaw in flaws}
+    return tuple(
+        sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind))
+    )
+
+
+def _added(
+    before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice
+) -> list[_Flaw]:
+    """Flaws of the edited document that the baseline did not already have."""
+    known = {splice.from_baseline(flaw) for flaw in before}
+    return [flaw for flaw in after if (flaw.start, flaw.end) not in known]
+
+
+def _worsened(
+    before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice
+) -> list[_Flaw]:
+    """Flaws to blame on the candidate, if it made things worse.
+
+    Tree-sitter's error recovery moves and resizes ERROR nodes when text is
+    inserted, so positions alone cannot tell old errors from new ones and the
+    count decides.  A completion usually starts mid-statement, where the
+    baseline already has an error at the cursor; trading that error for one
+    lying wholly inside the candidate's own text (say an unclosed string)
+    keeps the count, so that trade is caught by position instead.
+    """
+    if len(after) < len(before):
+        return []
+    added = _added(before, after, splice)
+    if len(after) == len(before):
+        return [flaw for flaw in added if splice.contains(flaw)]
+    return [flaw for flaw in added if splice.touches(flaw)] or added or list(after)
+
+
+def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
+    added = _added(before.flaws, after.flaws, splice)
+    return [_blame(flaw, before, after, splice) for flaw in added]
+
+
+def _blame(flaw: _Flaw, before: _Brackets, after: _Brackets, splice: _Splice) -> _Flaw:
+    """Point a suffix closer that lost its opener at the candidate closer that took it.
+
+    Clamping alone would put the problem at the candidate's end, which is no
+    help when the stolen closer is followed by more text, as in ``a, b);``.
+    """
+    if flaw.start < splice.end:
+        return flaw
+    opener = before.partners.get(flaw.start - splice.width)
+    if opener is None:
+        return flaw
+    thief = after.partners.get(splice.shift(opener[0]))
+    if thief is None or not splice.start <= thief[0] < splice.end:
+        return flaw
+    message = f"{thief[2]!r} closes the {opener[2]!r} that the suffix already closes"
+    return _Flaw(thief[0], thief[1], "bracket", message)
+
+
+@lru_cache(maxsize=_ANALYSIS_CACHE_SIZE)
+def _analyze(language: str | None, source: bytes) -> _Syntax:
+    if language is None:
+        matches = _TEXT_BRACKETS.finditer(source)
+        tokens = (
+            (match.start(), match.end(), match.group().decode()) for match in matches
+        )
+        return _Syntax(errors=(), brackets=_match_brackets(tokens), fences=())
+    grammar = _grammar(language)
+    root = grammar.parse(source)
+    return _Syntax(
+        errors=_tree_errors(root),
+        brackets=_match_brackets(_bracket_tokens(grammar.brackets, root)),
+        fences=_unclosed_fences(grammar.fences, root),
+    )
+
+
+def _tree_errors(root: Node) -> tuple[_Flaw, ...]:
+    flaws = []
+    # Only subtrees flagged has_error can hold errors, so clean code is skipped
+    # wholesale; nested ERRORs are one error, not several.
+    pending = [root] if root.has_error else []
+    while pending:
+        node = pending.pop()
+        if node.is_missing:
+            message = f"missing {node.type!r}"
+            flaws.append(_Flaw(node.start_byte, node.end_byte, "missing", message))
+        elif node.is_error:
+            flaws.append(_Flaw(node.start_byte, node.end_byte, "error", "syntax error"))
+        else:
+            pending.extend(child for child in node.children if child.has_error)
+    return tuple(sorted(flaws))
+
+
+def _bracket_tokens(query: Query | None, root: Node) -> list[_Token]:
+    """Bracket leaf tokens in document order.
+
+    Brackets inside strings and comments are part of those tokens, not leaves
+    of their own, so they are skipped for free.
+    """
+    if query is None:
+        return []
+    nodes = QueryCursor(query).captures(root).get("bracket", [])
+    # A MISSING closer is tree-sitter's guess, not text; it is reported as an error instead.
+    return sorted((n.start_byte, n.end_byte, n.type) for n in nodes if not n.is_missing)
+
+
+def _match_brackets(tokens: Iterable[_Token]) -> _Brackets:
+    flaws: list[_Flaw] = []
+    partners: dict[int, _Token] = {}
+    stack: list[_Token] = []
+    # Open counts per expected closer make "no opener at all" an O(1) answer,
+    # so a run of stray closers over a deep stack stays linear.
+    open_counts = dict.fromkeys(_PAIRS.values(), 0)
+    for bracket in tokens:
+        start, end, token = bracket
+        if token in _PAIRS:
+            stack.append(bracket)
+            open_counts[_PAIRS[token]] += 1
+        elif open_counts[token] == 0:
+            flaws.append(_Flaw(start, end, "bracket", f"unmatched {token!r}"))
+        else:
+            opener, skipped = _pop_match(stack, open_counts, token)
+            if skipped:
+                message = f"{token!r} closes over unclosed {skipped[0][2]!r}"
+                flaws.append(_Flaw(start, end, "bracket", message))
+                flaws.extend(map(_unclosed, skipped))
+            partners[opener[0]] = bracket
+            partners[start] = opener
+    flaws.extend(map(_unclosed, stack))
+    return _Brackets(flaws=tuple(sorted(flaws)), partners=partners)
+
+
+def _pop_match(
+    stack: list[_Token], open_counts: dict[str, int], closer: str
+) -> tuple[_Token, list[_Token]]:
+    """Pop the opener ``closer`` matches, and the openers above it that it skips.
+
+    Skipped openers can never be closed any more; popping them keeps one
+    misplaced bracket from cascading into every later pair.
+    """
+    skipped = []
+    while True:
+        opener = stack.pop()
+        open_counts[_PAIRS[opener[2]]] -= 1
+        if _PAIRS[opener[2]] == closer:
+            return opener, skipped
+        skipped.append(opener)
+
+
+def _unclosed(opener: _Token) -> _Flaw:
+    start, end, token = opener
+    return _Flaw(start, end, "bracket", f"unclosed {token!r}")
+
+
+def _unclosed_fences(query: Query | None, root: Node) -> tuple[_Flaw, ...]:
+    if query is None:
+        return ()
+    blocks = QueryCursor(query).captures(root).get("fence", [])
+    # A fence runs to the end of the document when never closed, which
+    # Markdown accepts silently; only the missing closing delimiter shows it.
+    return tuple(
+        sorted(
+            _Flaw(block.start_byte, block.end_byte, "fence", "unclosed code fence")
+            for block in blocks
+            if not _has_closing_delimiter(block)
+        )
+    )
+
+
+def _has_closing_delimiter(block: Node) -> bool:
+    delimiters = [c for c in block.children if c.type == "fenced_code_block_delimiter"]
+    return len(delimiters) >= 2
+
+
+def _duplicate_closer(
+    prefix: str, candidate: str, suffix: str, language: str | None
+) -> Problem | None:
+    """The candidate's trailing closers that repeat ones the suffix already has.
+
+    Editors auto-insert closers after the cursor, and models happily type them
+    again.  Only reported when dropping them would leave a valid insertion.
+    """
+    trailing = _trailing_closers(candidate)
+    leading = _leading_closers(suffix)
+    for count in range(1, min(len(trailing), len(leading)) + 1):
+        positions = trailing[-count:]
+        if "".join(candidate[i] for i in positions) != leading[:count]:
+            continue
+        dropped = set(positions)
+        rest = "".join(char for i, char in enumerate(candidate) if i not in dropped)
+        if not rest or not _problems(prefix, rest, suffix, language):
+            message = f"{leading[:count]!r} duplicates what follows the cursor"
+            return Problem(positions[0], positions[-1] + 1, "duplicate-closer", message)
+    return None
+
+
+def _trailing_closers(candidate: str) -> list[int]:
+    """Positions of the closers ending the candidate, ignoring whitespace."""
+    positions = []
+    for i in range(len(candidate) - 1, -1, -1):
+        if candidate[i] in _CLOSERS:
+            positions.append(i)
+        elif not candidate[i].isspace():
+            break
+    return positions[::-1]
+
+
+def _leading_closers(suffix: str) -> str:
+    """The closers starting the suffix, ignoring whitespace."""
+    closers = []
+    for char in suffix:
+        if char in _CLOSERS:
+            closers.append(char)
+        elif not char.isspace():
+            break
+    return "".join(closers)

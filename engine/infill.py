@@ -1,0 +1,171 @@
+"""One inline completion: text around the cursor in, converging drafts out.
+
+prefix -> encoder (KV cache, reused when the next prefix extends this one) -> canvas of
+gap slots + clamped suffix head -> denoising steps (a Draft each) -> closure check ->
+repair by re-noising the offending slots, or truncation to the longest valid prefix.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from transformers.cache_utils import DynamicCache
+
+from engine import canvas as canvas_layout
+from engine import closure
+from engine.loading import LoadedModel
+from engine.prefix import EncodedContext, encode_context
+from engine.sampler import SlotVocabulary, Step, denoise
+from engine.settings import EngineSettings
+
+
+@dataclass(frozen=True)
+class InfillRequest:
+    prefix: str  # document text before the cursor
+    suffix: str  # document text after the cursor
+    language: str | None = None  # closure-check grammar ("python", "json", ...), None: brackets only
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str  # the insertion as it stands
+    step: int  # decoder forward passes so far
+    mean_entropy: float
+    final: bool
+    valid: bool | None = None  # closure check, known for the final draft
+    prefill_ms: float = 0.0  # time spent encoding the prefix for this request
+
+
+class PrefixCache:
+    """The encoder KV cache of the last prefix, cropped and extended instead of recomputed."""
+
+    def __init__(self):
+        self.ids: list[int] = []
+        self.cache: DynamicCache | None = None
+        self.reused_tokens = 0  # of the last call, for benchmarks and tests
+
+    def encode(self, model, ids: list[int]) -> DynamicCache:
+        common = 0
+        for old, new in zip(self.ids, ids):
+            if old != new:
+                break
+            common += 1
+        if self.cache is None or common == 0:
+            self.cache, common = DynamicCache(config=model.config.text_config), 0
+        elif common < len(self.ids):
+            self.cache.crop(common)
+        if common < len(ids):
+            tail = torch.tensor([ids[common:]], device=model.device)
+            with torch.no_grad():
+                model.model.encoder(input_ids=tail, cache=self.cache)
+        self.ids, self.reused_tokens = list(ids), common
+        return self.cache
+
+
+class InfillEngine:
+    """Completions on a checkpoint trained on the clamped canvas (see engine.canvas)."""
+
+    def __init__(self, loaded: LoadedModel, settings: EngineSettings | None = None):
+        if loaded.spec is None or loaded.ids is None:
+            raise ValueError(f"{loaded.source} was not trained on the infill canvas; use engine.instruct")
+        self.loaded = loaded
+        self.settings = settings or EngineSettings()
+        self.prefix_cache = PrefixCache()
+        self._vocabulary: list[str] | None = None
+
+    def _token_texts(self) -> list[str]:
+        if self._vocabulary is None:
+            tokenizer = self.loaded.tokenizer
+            self._vocabulary = [tokenizer.decode([i]) for i in range(len(tokenizer))]
+        return self._vocabulary
+
+    def _healing(self, context: EncodedContext) -> list:
+        if not context.healed:
+            return []
+        allowed = [i for i, text in enumerate(self._token_texts()) if text.startswith(context.healed)]
+        return [SlotVocabulary(0, torch.tensor(allowed, device=self.loaded.device))]
+
+    def _text(self, tokens: list[int], context: EncodedContext, multi_line: bool) -> str:
+        text = self.loaded.tokenizer.decode(tokens)
+        if context.healed:
+            text = text[len(context.healed):] if text.startswith(context.healed) else ""
+        if not multi_line:
+            text = text.split("\n", 1)[0]
+        return text
+
+    def _multi_line(self, request: InfillRequest) -> bool:
+        mode = self.settings.mode
+        if mode == "auto":
+            line = request.prefix.rsplit("\n", 1)[-1]
+            return not line.strip()
+        return mode == "multi-line"
+
+    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
+                 start_text: str | None = None) -> Iterator[Draft]:
+        """Yields a Draft after every denoising step; the last one is final and closure-valid.
+
+        `start_text` warm-starts the gap with a previous draft that still fits the cursor.
+        Returns without a final draft when `cancelled()` turns true.
+        """
+        spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
+        context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
+                                 spec.max_prefix, spec.suffix_head)
+        started = time.perf_counter()
+        cache = self.prefix_cache.encode(model, context.prefix_ids)
+        prefill_ms = (time.perf_counter() - started) * 1000
+        slots = self.settings.max_gap_tokens or spec.gap_slots
+        layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
+        multi_line = self._multi_line(request)
+        gap = layout.gaps[0]
+        start = self._warm_start(layout, context, start_text)
+        processors = self._healing(context)
+
+        text, step, entropy = "", 0, 0.0
+        for round_index in range(self.settings.repair_rounds + 1):
+            last: Step | None = None
+            for last in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise,
+                                start=start, processors=processors, cancelled=cancelled):
+                tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
+                text = self._text(tokens, context, multi_line)
+                step, entropy = step + 1, float(last.mean_entropy[0])
+                yield Draft(text, step, entropy, final=False, prefill_ms=prefill_ms)
+            if cancelled() or last is None:
+                return
+            report = closure.check(request.prefix, text, request.suffix, request.language)
+            if report.valid:
+                yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+                return
+            start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
+        text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+
+    def _warm_start(self, layout, context: EncodedContext, start_text: str | None):
+        if not start_text:
+            return None
+        tokens = self.loaded.tokenizer.encode(context.healed + start_text, add_special_tokens=False)
+        gap = layout.gaps[0]
+        if len(tokens) >= len(gap):
+            return None
+        start = torch.tensor([layout.tokens], device=self.loaded.device)
+        start[0, gap.start : gap.start + len(tokens) + 1] = torch.tensor(tokens + [self.loaded.ids.end])
+        return start
+
+    def _renoise_from(self, argmax: torch.LongTensor, layout, context: EncodedContext, bad_offset: int | None):
+        """The draft with every slot from the one holding `bad_offset` onward noised again."""
+        gap, ids = layout.gaps[0], self.loaded.ids
+        start = argmax.clone()
+        keep, length = gap.start, -len(context.healed)
+        tokenizer = self.loaded.tokenizer
+        for position in gap:
+            token = int(argmax[0, position])
+            if token == ids.end:
+                break
+            length += len(tokenizer.decode([token]))
+            if bad_offset is not None and length > bad_offset:
+                break
+            keep = position + 1
+        start[0, keep : gap.stop] = ids.mask
+        return start

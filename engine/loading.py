@@ -1,0 +1,81 @@
+"""Finding and loading a DiffusionGemma checkpoint (the embedded one by default), offline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+from transformers.utils import logging as transformers_logging
+
+from engine.canvas import CanvasSpec
+from engine.tokens import SpecialIds
+
+EMBEDDED_MODEL = Path(__file__).parent / "model"
+
+
+class ModelLoadError(RuntimeError):
+    """A checkpoint could not be loaded; the message names every place that was tried."""
+
+
+@dataclass
+class LoadedModel:
+    model: DiffusionGemmaForBlockDiffusion
+    tokenizer: object  # a transformers tokenizer
+    spec: CanvasSpec | None  # None: not trained on the clamped canvas, use the instruction path
+    ids: SpecialIds | None
+    source: str
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+
+def pick_device(requested: str | None) -> torch.device:
+    if requested and requested != "auto":
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def pick_dtype(requested: str | None, device: torch.device) -> torch.dtype:
+    if requested and requested != "auto":
+        return getattr(torch, requested)
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def _candidates(name: str | None) -> list[str]:
+    if name is None:
+        return [str(EMBEDDED_MODEL)]
+    path = Path(name).expanduser()
+    if path.exists() or name.startswith((".", "/", "~")):
+        return [str(path)]
+    return [name]  # a hub id, looked up in the local cache only
+
+
+def load(name: str | None = None, device: str | None = None, dtype: str | None = None,
+         trust_remote_code: bool = False, allow_download: bool = False) -> LoadedModel:
+    """Loads a checkpoint by path or hub id; nothing is downloaded unless `allow_download`."""
+    target = pick_device(device)
+    transformers_logging.disable_progress_bar()  # stderr belongs to the editor's log
+    errors = []
+    for candidate in _candidates(name):
+        if candidate.startswith(("/", ".", "~")) and not Path(candidate).is_dir():
+            errors.append(f"{candidate}: no such directory")
+            continue
+        try:
+            options = dict(local_files_only=not allow_download, trust_remote_code=trust_remote_code)
+            tokenizer = AutoTokenizer.from_pretrained(candidate, **options)
+            model = DiffusionGemmaForBlockDiffusion.from_pretrained(
+                candidate, dtype=pick_dtype(dtype, target), **options
+            ).to(target)
+        except (OSError, ValueError, RuntimeError, KeyError) as error:
+            errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")
+            continue
+        model.eval()
+        directory = Path(candidate)
+        spec = CanvasSpec.load(directory) if directory.is_dir() else None
+        ids = SpecialIds.from_tokenizer(tokenizer) if spec else None
+        return LoadedModel(model, tokenizer, spec, ids, candidate)
+    where = "" if allow_download else " (offline: local directories and the local hub cache only)"
+    raise ModelLoadError("could not load a DiffusionGemma checkpoint" + where + "; tried " + "; ".join(errors))

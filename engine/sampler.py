@@ -1,0 +1,175 @@
+"""The denoising loop: transformers' sampler, temperature schedule and early stopping,
+applied to a canvas with clamped slots.
+
+It follows the inner loop of `DiffusionGemmaForBlockDiffusion.generate` (entropy-bound
+acceptance, arXiv:2505.24857; self-conditioning on the previous step's logits) with
+three differences that the clamped canvas needs: known slots are pinned to their token,
+slots past a gap's END stay noise, and every step is yielded so callers can stream
+drafts, check closure or cancel without copying the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    EntropyBoundSampler,
+    EntropyBoundSamplerConfig,
+    LinearTemperatureScheduleLogitsProcessor,
+    StableAndConfidentStoppingCriteria,
+)
+
+from engine.canvas import Canvas
+from engine.tokens import SpecialIds
+
+PINNED = 1e4  # logit that makes a slot's distribution one-hot: zero entropy, always accepted
+
+
+@dataclass(frozen=True)
+class DenoiseSettings:
+    max_steps: int = 24  # upper bound on decoder forward passes
+    entropy_bound: float = 0.5  # summed entropy of the tokens accepted per step
+    t_min: float = 0.4  # temperature at the last step
+    t_max: float = 0.8  # temperature at the first step
+    stability_threshold: int = 1  # steps the argmax must stay unchanged to stop
+    confidence_threshold: float = 0.05  # mean entropy under which a stable canvas stops
+
+
+@dataclass
+class Step:
+    step: int  # 1-based count of decoder forward passes so far
+    argmax: torch.LongTensor  # (batch, canvas) the draft: best token per slot
+    current: torch.LongTensor  # (batch, canvas) accepted tokens, the rest re-noised
+    logits: torch.Tensor  # (batch, canvas, vocab) processed logits, next self-conditioning
+    mean_entropy: torch.Tensor  # (batch,)
+    finished: torch.BoolTensor  # (batch,) stopped early by the stopping criteria
+
+
+class MaskingSampler(EntropyBoundSampler):
+    """Entropy-bound acceptance with absorbing noise: re-noising writes the mask token."""
+
+    def __init__(self, config: EntropyBoundSamplerConfig, canvas_length: int, vocab_size: int, mask_id: int):
+        super().__init__(config, canvas_length, vocab_size, max_denoising_steps=0)
+        self.mask_id = mask_id
+
+    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
+        return torch.full((batch_size, self.canvas_length), self.mask_id, dtype=torch.long, device=device)
+
+
+class SlotVocabulary(LogitsProcessor):
+    """Restricts one slot to a set of tokens (token healing: the word under the cursor)."""
+
+    def __init__(self, slot: int, allowed: torch.LongTensor):
+        self.slot = slot
+        self.allowed = allowed
+
+    def __call__(self, input_ids, scores: torch.Tensor, cur_step: int) -> torch.Tensor:
+        blocked = torch.full_like(scores[:, self.slot], float("-inf"))
+        blocked[:, self.allowed] = 0.0
+        scores = scores.clone()
+        scores[:, self.slot] += blocked
+        return scores
+
+
+def make_sampler(noise: str, settings: DenoiseSettings, length: int, vocab: int, mask_id: int):
+    config = EntropyBoundSamplerConfig(entropy_bound=float(settings.entropy_bound))
+    if noise == "mask":
+        return MaskingSampler(config, length, vocab, mask_id)
+    return EntropyBoundSampler(config, length, vocab, settings.max_steps)
+
+
+def pin(logits: torch.Tensor, positions: torch.BoolTensor, tokens: torch.LongTensor) -> torch.Tensor:
+    """One-hot logits at `positions` on `tokens`: such slots neither spend entropy nor change."""
+    pinned = torch.full_like(logits, -PINNED)
+    pinned.scatter_(-1, tokens.unsqueeze(-1), PINNED)
+    return torch.where(positions.unsqueeze(-1), pinned, logits)
+
+
+def _past_end(tokens: torch.LongTensor, gap_mask: torch.BoolTensor, gap_ids: torch.LongTensor, end_id: int):
+    """Slots after the first END inside their own gap."""
+    is_end = (tokens == end_id) & gap_mask
+    past = torch.zeros_like(gap_mask)
+    for gap in gap_ids.unique():
+        if gap < 0:
+            continue
+        in_gap = gap_ids == gap
+        seen = torch.cumsum((is_end & in_gap).int(), dim=-1)
+        past |= in_gap & (seen > 0) & ~(is_end & (seen == 1))
+    return past
+
+
+@torch.no_grad()
+def denoise(
+    model,
+    cache,
+    canvas: Canvas,
+    ids: SpecialIds,
+    settings: DenoiseSettings,
+    *,
+    noise: str = "mask",
+    batch: torch.LongTensor | None = None,
+    start: torch.LongTensor | None = None,
+    processors: list[LogitsProcessor] | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
+    generator: torch.Generator | None = None,
+) -> Iterator[Step]:
+    """Denoises the gap slots of `canvas` (or of `batch`, rows laid out like it), one Step a pass.
+
+    `start` warm-starts the gap slots (e.g. from the previous draft); the cache holds the
+    encoded prefix and is only read. Stops at `max_steps`, at early stopping, or as soon as
+    `cancelled()` is true between two steps.
+    """
+    device = model.device
+    known_tokens = batch if batch is not None else torch.tensor([canvas.tokens], device=device)
+    rows, length = known_tokens.shape
+    known = torch.tensor(canvas.known, device=device).expand(rows, length)
+    gap_ids = torch.full((length,), -1, dtype=torch.long, device=device)
+    for index, gap in enumerate(canvas.gaps):
+        gap_ids[gap.start : gap.stop] = index
+    gap_mask = (gap_ids >= 0).expand(rows, length)
+    gap_ids = gap_ids.expand(rows, length)
+    vocab = model.config.text_config.vocab_size
+
+    sampler = make_sampler(noise, settings, length, vocab, ids.mask)
+    stopping = StableAndConfidentStoppingCriteria(settings.stability_threshold, settings.confidence_threshold)
+    logits_processor = LogitsProcessorList(processors or [])
+    logits_processor.append(LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps))
+
+    banned = torch.tensor([ids.mask, ids.pad, ids.bos], device=device)
+    noise_canvas = sampler.initialize_canvas(rows, device)
+    current = torch.where(known, known_tokens, start if start is not None else noise_canvas)
+    self_conditioning = None
+    positions = torch.arange(cache.get_seq_length(), cache.get_seq_length() + length, device=device).unsqueeze(0)
+
+    for done, cur_step in enumerate(reversed(range(1, settings.max_steps + 1)), start=1):
+        if cancelled():
+            return
+        raw = model(
+            decoder_input_ids=current,
+            cache=cache,
+            self_conditioning_logits=self_conditioning,
+            decoder_position_ids=positions,
+        ).logits
+        logits = logits_processor(None, raw, cur_step=cur_step)
+        logits[..., banned] = float("-inf")  # structural tokens never fill a slot
+        argmax = torch.where(known, known_tokens, logits.argmax(dim=-1))
+        unused = _past_end(argmax, gap_mask, gap_ids, ids.end)
+        argmax = torch.where(unused, ids.mask, argmax)
+        logits = pin(logits, known | unused, argmax)
+
+        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        sampled = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(rows, length)
+        accepted = sampler.accept_canvas(current, sampled, logits, cur_step)
+        current = sampler.renoise_canvas(accepted, cur_step)
+        current = torch.where(known, known_tokens, current)
+        current = torch.where(_past_end(current, gap_mask, gap_ids, ids.end), noise_canvas, current)
+
+        finished = stopping(argmax, logits)
+        entropy = torch.distributions.Categorical(logits=logits).entropy().mean(dim=-1)
+        self_conditioning = logits.to(model.dtype)
+        yield Step(done, argmax, current, logits, entropy, finished)
+        if finished.all():
+            return

@@ -1,0 +1,24 @@
+"""Engine settings: one dataclass, commented defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from engine.sampler import DenoiseSettings
+
+MODES = ("auto", "single-line", "multi-line")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    max_gap_tokens: int | None = None  # slots for the insertion; None: what the model was trained with
+    mode: str = "auto"  # "single-line", "multi-line", or "auto": multi-line on an empty line
+    repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
+    denoise: DenoiseSettings = field(default_factory=DenoiseSettings)
+
+    def with_overrides(self, **values) -> EngineSettings:
+        """Returns a copy with the given top-level or denoise fields replaced (None: keep)."""
+        values = {k: v for k, v in values.items() if v is not None}
+        own = {f.name for f in fields(self)} - {"denoise"}
+        denoise = replace(self.denoise, **{k: v for k, v in values.items() if k not in own})
+        return replace(self, denoise=denoise, **{k: v for k, v in values.items() if k in own})

@@ -1,0 +1,34 @@
+"""The special tokens the infilling canvas relies on, looked up by name in the tokenizer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAD = "<pad>"
+EOS = "<eos>"
+BOS = "<bos>"
+MASK = "<mask>"
+END = "<end>"  # closes one insertion; slots after it are unused and dropped
+IMAGE, BOI, EOI = "<image>", "<boi>", "<eoi>"  # reserved: DiffusionGemmaConfig wants ids for them
+
+SPECIAL_TOKENS = (PAD, EOS, BOS, MASK, END, IMAGE, BOI, EOI)
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    pad: int
+    eos: int
+    bos: int
+    mask: int
+    end: int
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer) -> SpecialIds:
+        """Reads ids from a `tokenizers.Tokenizer` or a transformers tokenizer."""
+        lookup = getattr(tokenizer, "token_to_id", None) or tokenizer.convert_tokens_to_ids
+        ids = {name: lookup(token) for name, token in
+               (("pad", PAD), ("eos", EOS), ("bos", BOS), ("mask", MASK), ("end", END))}
+        missing = [name for name, value in ids.items() if value is None]
+        if missing:
+            raise ValueError(f"tokenizer lacks the infill special tokens: {', '.join(missing)}")
+        return cls(**ids)

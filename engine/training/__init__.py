@@ -1,0 +1,1 @@
+"""Reproducible training of the embedded tiny DiffusionGemma on the clamped infilling canvas."""

@@ -1,0 +1,187 @@
+"""Training batches on the clamped canvas, and the loss.
+
+Each batch encodes B prefixes once and denoises K canvases per prefix (the encoder costs
+more than the canvas, so extra canvases are cheap supervision). A canvas is either one
+gap followed by the clamped suffix head (completion) or several gaps between clamped
+segments (repair). Gap targets are the insertion, one END, then slots left out of the
+loss. Noise is masked-diffusion style: each target slot is noised with probability t and
+the loss is weighted by 1/t (MDLM, arXiv:2406.07524; LLaDA, arXiv:2502.09992). An
+autoregressive loss on the encoder's output supervises the shared weights at every
+prefix token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers.cache_utils import DynamicCache
+
+from engine import canvas as canvas_layout
+from engine.sampler import pin
+from engine.tokens import SpecialIds
+
+IGNORE = -100
+
+
+@dataclass(frozen=True)
+class ObjectiveConfig:
+    prefix_lengths: tuple[int, ...] = (32, 64, 128, 128)  # one drawn per batch
+    gap_slots: int = 24
+    suffix_head: int = 8
+    prefixes: int = 12  # B: prefixes encoded per batch
+    canvases_per_prefix: int = 2  # K
+    repair_fraction: float = 0.25  # multi-gap canvases
+    line_fraction: float = 0.4  # single-gap insertions that run to the end of the line
+    self_conditioning: float = 0.5  # batches that first denoise once and condition on it
+    ar_weight: float = 1.0  # autoregressive loss on the encoder output
+    kind_weights: tuple[tuple[str, float], ...] = (("python", 0.7), ("json", 0.15), ("markdown", 0.15))
+
+    @property
+    def canvas_length(self) -> int:
+        return self.gap_slots + self.suffix_head
+
+
+@dataclass
+class Batch:
+    prefix: torch.LongTensor  # (B, P)
+    canvas: torch.LongTensor  # (B*K, C) clean canvas: known tokens, targets in gaps
+    known: torch.BoolTensor  # (B*K, C)
+    target: torch.LongTensor  # (B*K, C) IGNORE outside gap targets
+
+
+class Streams:
+    """One token stream per kind of document: [BOS] doc [EOS] [BOS] doc [EOS] ..."""
+
+    def __init__(self, tokenized: dict[str, list[list[int]]], ids: SpecialIds, newline_tokens: np.ndarray):
+        self.streams = {
+            kind: np.array([t for doc in docs for t in [ids.bos, *doc, ids.eos]], dtype=np.int32)
+            for kind, docs in tokenized.items()
+        }
+        self.newline = newline_tokens  # bool per vocabulary id: token contains "\n"
+
+
+class BatchMaker:
+    def __init__(self, streams: Streams, ids: SpecialIds, config: ObjectiveConfig, rng: np.random.Generator):
+        self.streams, self.ids, self.config, self.rng = streams, ids, config, rng
+        kinds = [k for k, _ in config.kind_weights if k in streams.streams]
+        weights = np.array([w for k, w in config.kind_weights if k in streams.streams])
+        self.kinds, self.kind_p = kinds, weights / weights.sum()
+
+    def _single_gap(self, tokens: np.ndarray, start: int) -> tuple[list, list]:
+        c, rng = self.config, self.rng
+        if rng.random() < c.line_fraction:
+            length = 0
+            while length < c.gap_slots - 1 and not self.streams.newline[tokens[start + length]]:
+                length += 1
+        elif rng.random() < 0.5:
+            length = int(rng.integers(1, c.gap_slots))
+        else:
+            length = int(rng.integers(0, 7))
+        inserted = tokens[start : start + length].tolist()
+        head = tokens[start + length : start + length + c.suffix_head].tolist()
+        layout = canvas_layout.build([c.gap_slots, head], self.ids.mask)
+        target = inserted + [self.ids.end] + [IGNORE] * (c.gap_slots - length - 1)
+        return layout, target + [IGNORE] * len(head)
+
+    def _multi_gap(self, tokens: np.ndarray, start: int) -> tuple[list, list]:
+        c, rng, ids = self.config, self.rng, self.ids
+        length = c.canvas_length
+        segments, targets, position, used, gaps = [], [], start, 0, 0
+        gap_next = rng.random() < 0.5
+        while used < length:
+            if gap_next:
+                span, extra = int(rng.integers(0, 6)), int(rng.integers(0, 3))
+                slots = span + 1 + extra
+                if used + slots > length:
+                    break
+                segments.append(slots)
+                targets += tokens[position : position + span].tolist() + [ids.end] + [IGNORE] * extra
+                position, used, gaps = position + span, used + slots, gaps + 1
+            else:
+                count = min(int(rng.integers(1, 7)), length - used)
+                segments.append(tokens[position : position + count].tolist())
+                targets += [IGNORE] * count
+                position, used = position + count, used + count
+            gap_next = not gap_next
+        if used < length:
+            segments.append(tokens[position : position + length - used].tolist())
+            targets += [IGNORE] * (length - used)
+        if gaps == 0:
+            return self._single_gap(tokens, start)
+        return canvas_layout.build(segments, ids.mask), targets
+
+    def make(self) -> Batch:
+        c, rng = self.config, self.rng
+        prefix_length = int(rng.choice(c.prefix_lengths))
+        prefixes, canvases, known, targets = [], [], [], []
+        for _ in range(c.prefixes):
+            tokens = self.streams.streams[self.kinds[rng.choice(len(self.kinds), p=self.kind_p)]]
+            start = int(rng.integers(prefix_length, len(tokens) - 2 * c.canvas_length))
+            prefixes.append(tokens[start - prefix_length : start])
+            for _ in range(c.canvases_per_prefix):
+                make = self._multi_gap if rng.random() < c.repair_fraction else self._single_gap
+                layout, target = make(tokens, start)
+                clean = [t if t != IGNORE and not k else tok for tok, k, t in zip(layout.tokens, layout.known, target)]
+                canvases.append(clean)
+                known.append(layout.known)
+                targets.append(target)
+        return Batch(
+            prefix=torch.tensor(np.stack(prefixes), dtype=torch.long),
+            canvas=torch.tensor(canvases, dtype=torch.long),
+            known=torch.tensor(known, dtype=torch.bool),
+            target=torch.tensor(targets, dtype=torch.long),
+        )
+
+
+def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generator: torch.Generator):
+    """Noises each gap target slot with probability t (one t per canvas); unused slots are
+    always noise. Returns the noised canvas, the noised-target mask and t."""
+    rows, length = batch.canvas.shape
+    t = torch.rand(rows, 1, generator=generator).clamp(min=1.0 / length)
+    is_target = batch.target != IGNORE
+    noised = is_target & (torch.rand(rows, length, generator=generator) < t)
+    # at least one noised slot per canvas, so every canvas teaches something
+    first = torch.argmax(is_target.int(), dim=-1)
+    noised[torch.arange(rows), first] |= ~noised.any(dim=-1)
+    gap = ~batch.known
+    replace = noised | (gap & ~is_target)
+    if noise == "mask":
+        fill = torch.full_like(batch.canvas, ids.mask)
+    else:
+        fill = torch.randint(8, vocab, batch.canvas.shape, generator=generator)
+    return torch.where(replace, fill, batch.canvas), noised, t
+
+
+def softcapped_logits(model, hidden: torch.Tensor) -> torch.Tensor:
+    cap = model.final_logit_softcapping
+    return torch.tanh(model.lm_head(hidden).float() / cap) * cap
+
+
+def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: str,
+         generator: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+    vocab = model.config.text_config.vocab_size
+    cache = DynamicCache(config=model.config.text_config)
+    encoded = model.model.encoder(input_ids=batch.prefix, cache=cache)
+    ar_logits = softcapped_logits(model, encoded.last_hidden_state[:, :-1])
+    ar_loss = F.cross_entropy(ar_logits.reshape(-1, vocab), batch.prefix[:, 1:].reshape(-1))
+    cache = encoded.cache
+    cache.batch_repeat_interleave(config.canvases_per_prefix)
+
+    noised_canvas, noised, t = noise_canvas(batch, ids, noise, vocab, generator)
+    self_conditioning = None
+    if torch.rand(1, generator=generator).item() < config.self_conditioning:
+        with torch.no_grad():
+            first = model(decoder_input_ids=noised_canvas, cache=cache).logits
+            # as in inference: known slots are one-hot, unused slots one-hot on the mask token
+            unused = ~batch.known & (batch.target == IGNORE)
+            pinned_tokens = torch.where(unused, ids.mask, batch.canvas)
+            self_conditioning = pin(first, batch.known | unused, pinned_tokens).to(model.dtype)
+    logits = model(decoder_input_ids=noised_canvas, cache=cache, self_conditioning_logits=self_conditioning).logits
+    per_slot = F.cross_entropy(logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0), reduction="none")
+    per_slot = per_slot.view_as(noised) * noised / t
+    diffusion_loss = per_slot.sum() / (batch.target != IGNORE).sum()
+    total = diffusion_loss + config.ar_weight * ar_loss
+    return total, {"diffusion": diffusion_loss.item(), "ar": ar_loss.item()}

@@ -1,0 +1,1 @@
+"""The pygls language server: protocol in, engine call, protocol out (see the LSP issue)."""
