@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import closure
-from engine.infill import Draft, InfillEngine, InfillRequest
+from engine.drafts import Draft, InfillRequest
 
 DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
 SAVE_CURSOR, RESTORE_AND_CLEAR = "\0337", "\0338\033[J"  # as transformers' TextDiffusionStreamer
@@ -45,7 +45,7 @@ class Location:
         return text[:offset], text[offset:]
 
 
-def run(engine: InfillEngine, location: Location, as_json: bool) -> int:
+def run(engine, location: Location, as_json: bool) -> int:
     text = location.path.read_text(encoding="utf-8")
     prefix, suffix = location.split(text)
     language = closure.language_for_path(str(location.path))

@@ -49,7 +49,7 @@ def _complete(args: argparse.Namespace) -> int:
     import torch
 
     from cli.complete import Location, LocationError, run
-    from engine.infill import InfillEngine
+    from engine.factory import create_engine
     from engine.loading import ModelLoadError, load
 
     torch.manual_seed(args.seed)
@@ -62,11 +62,11 @@ def _complete(args: argparse.Namespace) -> int:
         return 2
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
-    return run(InfillEngine(loaded, settings), location, args.json)
+    return run(create_engine(loaded, settings), location, args.json)
 
 
 def _train(args: argparse.Namespace) -> int:
-    from engine.training.train import Trainer, TrainConfig
+    from engine.training.train import TrainConfig, Trainer
 
     trainer = Trainer(TrainConfig(seed=args.seed, noise=args.noise), args.run_dir, args.export, args.init_from)
     trainer.train(args.max_steps, args.max_minutes)

@@ -9,34 +9,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import torch
 from transformers.cache_utils import DynamicCache
 
 from engine import canvas as canvas_layout
 from engine import closure
+from engine.drafts import Draft, InfillRequest
 from engine.loading import LoadedModel
 from engine.prefix import EncodedContext, encode_context
 from engine.sampler import SlotVocabulary, Step, denoise
 from engine.settings import EngineSettings
-
-
-@dataclass(frozen=True)
-class InfillRequest:
-    prefix: str  # document text before the cursor
-    suffix: str  # document text after the cursor
-    language: str | None = None  # closure-check grammar ("python", "json", ...), None: brackets only
-
-
-@dataclass(frozen=True)
-class Draft:
-    text: str  # the insertion as it stands
-    step: int  # decoder forward passes so far
-    mean_entropy: float
-    final: bool
-    valid: bool | None = None  # closure check, known for the final draft
-    prefill_ms: float = 0.0  # time spent encoding the prefix for this request
 
 
 class PrefixCache:
@@ -49,7 +32,7 @@ class PrefixCache:
 
     def encode(self, model, ids: list[int]) -> DynamicCache:
         common = 0
-        for old, new in zip(self.ids, ids):
+        for old, new in zip(self.ids, ids, strict=False):
             if old != new:
                 break
             common += 1
@@ -88,20 +71,11 @@ class InfillEngine:
         allowed = [i for i, text in enumerate(self._token_texts()) if text.startswith(context.healed)]
         return [SlotVocabulary(0, torch.tensor(allowed, device=self.loaded.device))]
 
-    def _text(self, tokens: list[int], context: EncodedContext, multi_line: bool) -> str:
+    def _text(self, tokens: list[int], context: EncodedContext, prefix: str) -> str:
         text = self.loaded.tokenizer.decode(tokens)
         if context.healed:
             text = text[len(context.healed):] if text.startswith(context.healed) else ""
-        if not multi_line:
-            text = text.split("\n", 1)[0]
-        return text
-
-    def _multi_line(self, request: InfillRequest) -> bool:
-        mode = self.settings.mode
-        if mode == "auto":
-            line = request.prefix.rsplit("\n", 1)[-1]
-            return not line.strip()
-        return mode == "multi-line"
+        return self.settings.shape(text, prefix)
 
     def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
                  start_text: str | None = None) -> Iterator[Draft]:
@@ -118,18 +92,17 @@ class InfillEngine:
         prefill_ms = (time.perf_counter() - started) * 1000
         slots = self.settings.max_gap_tokens or spec.gap_slots
         layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
-        multi_line = self._multi_line(request)
         gap = layout.gaps[0]
         start = self._warm_start(layout, context, start_text)
         processors = self._healing(context)
 
         text, step, entropy = "", 0, 0.0
-        for round_index in range(self.settings.repair_rounds + 1):
+        for _round_index in range(self.settings.repair_rounds + 1):
             last: Step | None = None
             for last in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
-                text = self._text(tokens, context, multi_line)
+                text = self._text(tokens, context, request.prefix)
                 step, entropy = step + 1, float(last.mean_entropy[0])
                 yield Draft(text, step, entropy, final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:

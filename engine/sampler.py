@@ -136,7 +136,8 @@ def denoise(
     sampler = make_sampler(noise, settings, length, vocab, ids.mask)
     stopping = StableAndConfidentStoppingCriteria(settings.stability_threshold, settings.confidence_threshold)
     logits_processor = LogitsProcessorList(processors or [])
-    logits_processor.append(LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps))
+    schedule = LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
+    logits_processor.append(schedule)
 
     banned = torch.tensor([ids.mask, ids.pad, ids.bos], device=device)
     noise_canvas = sampler.initialize_canvas(rows, device)

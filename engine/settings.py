@@ -16,6 +16,16 @@ class EngineSettings:
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
     denoise: DenoiseSettings = field(default_factory=DenoiseSettings)
 
+    def multi_line(self, prefix: str) -> bool:
+        """Whether a completion at the end of `prefix` may span lines."""
+        if self.mode == "auto":
+            return not prefix.rsplit("\n", 1)[-1].strip()
+        return self.mode == "multi-line"
+
+    def shape(self, text: str, prefix: str) -> str:
+        """The insertion cut to one line where only one is wanted."""
+        return text if self.multi_line(prefix) else text.split("\n", 1)[0]
+
     def with_overrides(self, **values) -> EngineSettings:
         """Returns a copy with the given top-level or denoise fields replaced (None: keep)."""
         values = {k: v for k, v in values.items() if v is not None}

@@ -149,6 +149,6 @@ def manifest(documents: list[Document]) -> dict:
         "stdlib": str(stdlib_root()),
         "held_out_percent": HELD_OUT_PERCENT,
         "kinds": counts,
-        "metadata_packages": sorted(d.name.removeprefix("metadata/") for d in documents if d.name.startswith("metadata/")),
+        "metadata_packages": sorted(d.name.split("/", 1)[1] for d in documents if d.name.startswith("metadata/")),
         "sha256": hashlib.sha256("".join(d.name for d in documents).encode()).hexdigest(),
     }

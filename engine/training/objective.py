@@ -124,7 +124,8 @@ class BatchMaker:
             for _ in range(c.canvases_per_prefix):
                 make = self._multi_gap if rng.random() < c.repair_fraction else self._single_gap
                 layout, target = make(tokens, start)
-                clean = [t if t != IGNORE and not k else tok for tok, k, t in zip(layout.tokens, layout.known, target)]
+                pairs = zip(layout.tokens, target, strict=True)
+                clean = [tok if t == IGNORE else t for tok, t in pairs]
                 canvases.append(clean)
                 known.append(layout.known)
                 targets.append(target)

@@ -59,7 +59,7 @@ def _tokenize(documents: list[corpus.Document], tokenizer) -> dict[str, list[lis
     by_kind: dict[str, list[list[int]]] = {}
     texts = [doc.text for doc in documents]
     encoded = tokenizer.backend_tokenizer.encode_batch(texts, add_special_tokens=False)
-    for doc, enc in zip(documents, encoded):
+    for doc, enc in zip(documents, encoded, strict=False):
         by_kind.setdefault(doc.kind, []).append(enc.ids)
     return by_kind
 

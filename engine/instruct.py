@@ -1,0 +1,117 @@
+"""Completions from an instruction-tuned checkpoint not trained on the clamped canvas
+(e.g. google/diffusiongemma-26B-A4B-it): the prefix and suffix go into a chat prompt that
+asks for only the missing code, and the model's own `generate` answers on a plain canvas
+while a draft streamer reports every denoising step."""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+from collections.abc import Callable, Iterator
+
+import torch
+from transformers.generation.streamers import BaseStreamer
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
+
+from engine import closure
+from engine.drafts import Draft, InfillRequest
+from engine.loading import LoadedModel
+from engine.settings import EngineSettings
+
+CURSOR = "<CURSOR>"
+INSTRUCTION = (
+    "Fill in the code at {cursor} in this {language} file. Answer with only the text that replaces {cursor}, "
+    "no explanation and no code fence.\n\n{prefix}{cursor}{suffix}"
+)
+FENCE = re.compile(r"^```[\w+-]*\n(.*?)(\n```)?\s*$", re.S)
+CONTEXT_CHARS = 6000
+
+
+class Cancelled(Exception):
+    """Raised inside `generate` (from the streamer) to stop between two denoising steps."""
+
+
+class DraftStreamer(BaseStreamer):
+    """Receives `put_draft` after every denoising step and forwards the decoded answer."""
+
+    def __init__(self, tokenizer, on_draft: Callable[[str], None], cancelled: Callable[[], bool]):
+        self.tokenizer, self.on_draft, self.cancelled = tokenizer, on_draft, cancelled
+        self.answer: list[int] = []  # tokens of finished canvases
+        self.prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:  # generate() first puts the prompt
+            self.prompt_seen = True
+            return
+        self.answer += value.reshape(-1).tolist()
+
+    def put_draft(self, value: torch.Tensor, **kwargs) -> None:
+        if self.cancelled():
+            raise Cancelled
+        text = self.tokenizer.decode(self.answer + value.reshape(-1).tolist(), skip_special_tokens=True)
+        self.on_draft(text)
+
+    def end(self) -> None:
+        pass
+
+
+def answer_text(raw: str) -> str:
+    """The insertion in a chat answer: code fences and surrounding blank lines removed."""
+    match = FENCE.match(raw.strip("\n"))
+    return match.group(1) if match else raw.strip("\n")
+
+
+class InstructEngine:
+    def __init__(self, loaded: LoadedModel, settings: EngineSettings | None = None):
+        self.loaded = loaded
+        self.settings = settings or EngineSettings()
+
+    def prompt_ids(self, request: InfillRequest) -> torch.Tensor:
+        content = INSTRUCTION.format(cursor=CURSOR, language=request.language or "text",
+                                     prefix=request.prefix[-CONTEXT_CHARS:], suffix=request.suffix[:CONTEXT_CHARS])
+        ids = self.loaded.tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=True,
+                                                        add_generation_prompt=True, return_dict=True)["input_ids"]
+        return torch.tensor([ids], device=self.loaded.device)
+
+    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
+                 start_text: str | None = None) -> Iterator[Draft]:
+        """Yields a Draft per denoising step, then a final closure-valid one. `start_text` is unused:
+        `generate` starts from its own noise."""
+        drafts: queue.Queue = queue.Queue()
+        denoise = self.settings.denoise
+        max_new = self.settings.max_gap_tokens or self.loaded.model.config.canvas_length
+
+        def on_draft(raw: str) -> None:
+            drafts.put(self.settings.shape(answer_text(raw), request.prefix))
+
+        streamer = DraftStreamer(self.loaded.tokenizer, on_draft, cancelled)
+        input_ids = self.prompt_ids(request)
+
+        def work() -> None:
+            try:
+                self.loaded.model.generate(
+                    input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
+                    t_min=denoise.t_min, t_max=denoise.t_max,
+                    sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
+                )
+            except Cancelled:
+                pass
+            except Exception as error:  # surfaced in the caller's thread
+                drafts.put(error)
+            drafts.put(None)
+
+        thread = threading.Thread(target=work, name="instruct-generate", daemon=True)
+        thread.start()
+        step, text = 0, ""
+        while (item := drafts.get()) is not None:
+            if isinstance(item, Exception):
+                raise item
+            step, text = step + 1, item
+            yield Draft(text, step, 0.0, final=False)
+        thread.join()
+        if cancelled():
+            return
+        if not closure.check(request.prefix, text, request.suffix, request.language).valid:
+            text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        yield Draft(text, step, 0.0, final=True, valid=True)

@@ -1,0 +1,50 @@
+"""Shared fixtures: a random-initialised tiny DiffusionGemma and its tokenizer (no download)."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import pytest
+import torch
+
+from engine.canvas import CanvasSpec
+from engine.loading import LoadedModel
+from engine.tiny import TinyArchitecture, tiny_config, tiny_model
+from engine.tokens import SpecialIds
+from engine.training.corpus import Document, stdlib_files
+from engine.training.tokenizer import train_tokenizer
+from engine.training.train import _special_ids
+
+TOKENIZER_DOCUMENTS = 20
+VOCAB_SIZE = 512
+CANVAS_LENGTH = 32
+TINY_SPEC = CanvasSpec(noise="mask", gap_slots=12, suffix_head=4, max_prefix=64)
+
+
+@pytest.fixture(scope="session")
+def tiny_documents() -> list[Document]:
+    """A few stdlib files, the same on every run (stdlib_files is sorted)."""
+    return list(islice(stdlib_files(held_out=False), TOKENIZER_DOCUMENTS))
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_documents):
+    return train_tokenizer(tiny_documents, VOCAB_SIZE, seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_loaded(tiny_tokenizer) -> LoadedModel:
+    architecture = TinyArchitecture(
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        moe_intermediate_size=16,
+    )
+    config = tiny_config(architecture, _special_ids(tiny_tokenizer), canvas_length=CANVAS_LENGTH)
+    torch.manual_seed(0)
+    model = tiny_model(config)
+    model.eval()
+    return LoadedModel(model, tiny_tokenizer, TINY_SPEC, SpecialIds.from_tokenizer(tiny_tokenizer), "tiny-random")
