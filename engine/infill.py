@@ -22,6 +22,19 @@ from engine.sampler import SlotVocabulary, Step, denoise
 from engine.settings import EngineSettings
 
 
+def typed_along(previous: tuple[str, str] | None, prefix: str) -> str | None:
+    """What is left of the previous completion when the user has typed its beginning."""
+    if previous is None:
+        return None
+    old_prefix, completion = previous
+    if not prefix.startswith(old_prefix):
+        return None
+    typed = prefix[len(old_prefix):]
+    if not completion.startswith(typed) or typed == completion:
+        return None
+    return completion[len(typed):]
+
+
 class PrefixCache:
     """The encoder KV cache of the last prefix, cropped and extended instead of recomputed."""
 
@@ -39,7 +52,7 @@ class PrefixCache:
         if self.cache is None or common == 0:
             self.cache, common = DynamicCache(config=model.config.text_config), 0
         elif common < len(self.ids):
-            self.cache.crop(common)
+            self.cache.crop(common - len(self.ids))  # transformers 5: a negative count of tokens to drop
         if common < len(ids):
             tail = torch.tensor([ids[common:]], device=model.device)
             with torch.no_grad():
@@ -58,6 +71,7 @@ class InfillEngine:
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()
         self._vocabulary: list[str] | None = None
+        self._previous: tuple[str, str] | None = None  # (prefix, final text) of the last completion
 
     def _token_texts(self) -> list[str]:
         if self._vocabulary is None:
@@ -81,9 +95,11 @@ class InfillEngine:
                  start_text: str | None = None) -> Iterator[Draft]:
         """Yields a Draft after every denoising step; the last one is final and closure-valid.
 
-        `start_text` warm-starts the gap with a previous draft that still fits the cursor.
-        Returns without a final draft when `cancelled()` turns true.
+        `start_text` warm-starts the gap; by default, the previous completion when the user
+        typed along it. Returns without a final draft when `cancelled()` turns true.
         """
+        if start_text is None:
+            start_text = typed_along(self._previous, request.prefix)
         spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
                                  spec.max_prefix, spec.suffix_head)
@@ -109,10 +125,12 @@ class InfillEngine:
                 return
             report = closure.check(request.prefix, text, request.suffix, request.language)
             if report.valid:
+                self._previous = (request.prefix, text)
                 yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
                 return
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
         text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        self._previous = (request.prefix, text)
         yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
 
     def _warm_start(self, layout, context: EncodedContext, start_text: str | None):

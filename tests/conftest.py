@@ -1,4 +1,8 @@
-"""Shared fixtures: a random-initialised tiny DiffusionGemma and its tokenizer (no download)."""
+"""Shared fixtures: a random-initialised tiny DiffusionGemma and its tokenizer (no download).
+
+The mechanics tests need a model with the real architecture and special tokens, not a
+trained one: random weights produce junk, and the engine must still honour its contracts.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,16 @@ TOKENIZER_DOCUMENTS = 20
 VOCAB_SIZE = 512
 CANVAS_LENGTH = 32
 TINY_SPEC = CanvasSpec(noise="mask", gap_slots=12, suffix_head=4, max_prefix=64)
+
+# The test model is tiny: a second intra-op thread buys nothing, and on a machine whose
+# cores are busy (a training job) thread hand-offs make every matmul ~100x slower.
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _seeded_torch():
+    """Every test starts from the same global torch RNG state (samplers draw from it)."""
+    torch.manual_seed(0)
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +62,8 @@ def tiny_loaded(tiny_tokenizer) -> LoadedModel:
     model = tiny_model(config)
     model.eval()
     return LoadedModel(model, tiny_tokenizer, TINY_SPEC, SpecialIds.from_tokenizer(tiny_tokenizer), "tiny-random")
+
+
+@pytest.fixture(scope="session")
+def ids(tiny_loaded) -> SpecialIds:
+    return tiny_loaded.ids

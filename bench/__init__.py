@@ -1,0 +1,1 @@
+"""Benchmarks of the engine; run with `python -m bench.<name>`."""

@@ -1,0 +1,89 @@
+"""Held-out completion quality and speed of a checkpoint (default: the embedded model).
+
+Cases: cursor positions inside lines of held-out stdlib files (never trained on), with
+the rest of the line as the expected completion; the probe set used during training is
+drawn with another seed. Prints one JSON object on the last line of stdout.
+
+    python -m bench.heldout --cases 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import resource
+import statistics
+import time
+
+import torch
+
+from engine import closure
+from engine.drafts import InfillRequest
+from engine.factory import create_engine
+from engine.loading import load
+from engine.settings import EngineSettings
+from engine.training.probes import held_out_line_cases
+
+CASE_SEED = 20261202  # not the training probe seed (1234)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def evaluate(engine, cases) -> dict:
+    rows = []
+    for case in cases:
+        request = InfillRequest(case.prefix, case.suffix, "python")
+        started = time.perf_counter()
+        first = None
+        for draft in engine.complete(request):
+            first = first if first is not None else time.perf_counter() - started
+        total = time.perf_counter() - started
+        tokens = len(engine.loaded.tokenizer.encode(draft.text, add_special_tokens=False))
+        rows.append({
+            "exact": draft.text.strip() == case.expected.strip(),
+            "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
+            "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
+            "steps": draft.step,
+            "tokens_per_forward": tokens / max(draft.step, 1),
+            "prefill_ms": draft.prefill_ms,
+            "step_ms": (total * 1000 - draft.prefill_ms) / max(draft.step, 1),
+            "first_draft_ms": first * 1000,
+            "total_ms": total * 1000,
+        })
+    totals = [r["total_ms"] for r in rows]
+    return {
+        "cases": len(rows),
+        "exact_match": sum(r["exact"] for r in rows) / len(rows),
+        "edit_similarity_median": statistics.median(r["similarity"] for r in rows),
+        "closure_valid": sum(r["valid"] for r in rows) / len(rows),
+        "steps_median": statistics.median(r["steps"] for r in rows),
+        "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in rows),
+        "step_ms_median": statistics.median(r["step_ms"] for r in rows),
+        "prefill_ms_median": statistics.median(r["prefill_ms"] for r in rows),
+        "first_draft_ms_p50": percentile([r["first_draft_ms"] for r in rows], 0.5),
+        "latency_ms_p50": percentile(totals, 0.5),
+        "latency_ms_p95": percentile(totals, 0.95),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model")
+    parser.add_argument("--cases", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    loaded = load(args.model)
+    engine = create_engine(loaded, EngineSettings(mode="single-line"))
+    result = {"model": loaded.source, "torch_threads": torch.get_num_threads(),
+              **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED))}
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The open documents, kept in sync from didOpen/didChange/didClose (incremental sync).
+
+pygls keeps its own copy too, but splits lines with `str.splitlines` and clamps bad
+positions silently; completions need the exact text the editor has, so this store
+applies edits with `lsp.positions` and knows each document's version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lsprotocol.types import TextDocumentContentChangeEvent, TextDocumentContentChangePartial
+
+from lsp.positions import Lines
+
+
+class UnknownDocument(KeyError):
+    """A request named a document that is not open."""
+
+    def __str__(self) -> str:
+        return f"document {self.args[0]} is not open (send textDocument/didOpen first)"
+
+
+@dataclass
+class Document:
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    _lines: Lines | None = field(default=None, repr=False)
+
+    @property
+    def lines(self) -> Lines:
+        """Line offsets of the current text, computed once per version."""
+        if self._lines is None or self._lines.text is not self.text:
+            self._lines = Lines(self.text)
+        return self._lines
+
+    def apply(self, change: TextDocumentContentChangeEvent, encoding: str) -> None:
+        """Applies one content change: a range replacement, or the whole text."""
+        if isinstance(change, TextDocumentContentChangePartial):
+            lines = self.lines
+            start = lines.offset(change.range.start, encoding, clamp_line=True)
+            end = lines.offset(change.range.end, encoding, clamp_line=True)
+            self.text = self.text[:start] + change.text + self.text[max(start, end) :]
+        else:
+            self.text = change.text
+
+
+class Documents:
+    """Open documents by URI."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, Document] = {}
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        document = Document(uri, language_id, version, text)
+        self._open[uri] = document
+        return document
+
+    def change(self, uri: str, version: int, changes: Iterable[TextDocumentContentChangeEvent],
+               encoding: str) -> Document:
+        """Applies `changes` in order (each one's positions refer to the text after the previous)."""
+        document = self.get(uri)
+        for change in changes:
+            document.apply(change, encoding)
+        document.version = version
+        return document
+
+    def close(self, uri: str) -> None:
+        self._open.pop(uri, None)
+
+    def get(self, uri: str) -> Document:
+        try:
+            return self._open[uri]
+        except KeyError:
+            raise UnknownDocument(uri) from None

@@ -1,0 +1,155 @@
+"""Staleness, owned by the server: at most one live completion run per document.
+
+- A request for a new (version, cursor) of a document cancels the document's older run;
+  that request is answered with no items at once, and the engine stops within a step.
+- An edit or close of the document does the same.
+- A request identical to the live run (same version, cursor, selection, item count)
+  joins it instead of starting another, and gets the live draft re-sent at once.
+- The finished result of the latest run is kept per document and answered again for
+  an identical request, so a client that re-asks never recomputes.
+- A request cancelled by the client ($/cancelRequest) stops its run when no other
+  request is waiting on it.
+Runs live on the asyncio loop; only `Job`s cross to the engine thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lsprotocol.types import Position
+
+from engine.drafts import Draft, InfillRequest
+from lsp.worker import EngineWorker, Job
+
+
+@dataclass(frozen=True)
+class RunKey:
+    uri: str
+    version: int
+    cursor: int  # offset of the cursor in the document
+    selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
+    samples: int
+
+
+@dataclass
+class Run:
+    key: RunKey
+    position: Position  # the cursor as the client sent it, echoed in draft notifications
+    job: Job
+    result: asyncio.Future[list[Draft] | None]
+    latest: Draft | None = None  # the live state
+    sent: str | None = None  # text of the last draft notified, so only changes are sent
+    waiters: int = 0
+
+
+# (run, draft) -> None: sends one infill/draft notification
+Publish = Callable[[Run, Draft], None]
+
+
+def continuation(previous: tuple[InfillRequest, str] | None, request: InfillRequest) -> str | None:
+    """The rest of the previous completion when the user has typed its beginning since."""
+    if previous is None:
+        return None
+    before, completion = previous
+    if request.suffix != before.suffix or not request.prefix.startswith(before.prefix):
+        return None
+    typed = request.prefix[len(before.prefix):]
+    if not completion.startswith(typed) or len(completion) == len(typed):
+        return None
+    return completion[len(typed):]
+
+
+class Runs:
+    def __init__(self, worker: EngineWorker, publish: Publish):
+        self._worker = worker
+        self._publish = publish
+        self._live: dict[str, Run] = {}
+        self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
+        self._previous: dict[str, tuple[InfillRequest, str]] = {}  # last completion per document
+
+    async def complete(self, key: RunKey, request: InfillRequest, position: Position) -> list[Draft]:
+        """The final drafts for `key` (the first is the best); empty when superseded."""
+        done = self._done.get(key.uri)
+        if done is not None and done[0] == key:
+            return done[1]
+        run = self._live.get(key.uri)
+        if run is not None and run.key == key:
+            if run.latest is not None:
+                self._publish(run, run.latest)  # the joining client sees the live state at once
+        else:
+            self.invalidate(key.uri)
+            run = self._start(key, request, position)
+        run.waiters += 1
+        try:
+            finals = await asyncio.shield(run.result)
+        except asyncio.CancelledError:
+            run.waiters -= 1
+            if run.waiters == 0:
+                self._stop(run)
+            raise
+        run.waiters -= 1
+        return finals or []
+
+    def invalidate(self, uri: str) -> None:
+        """The document changed or closed: its live run stops and answers empty, its result is dropped."""
+        self._done.pop(uri, None)
+        run = self._live.get(uri)
+        if run is not None:
+            self._stop(run)
+
+    def clear(self) -> None:
+        """Settings changed: every run and result is stale."""
+        for uri in list(self._live) + list(self._done):
+            self.invalidate(uri)
+        self._previous.clear()
+
+    def _start(self, key: RunKey, request: InfillRequest, position: Position) -> Run:
+        loop = asyncio.get_running_loop()
+        job = Job(request, key.samples, on_draft=lambda draft: loop.call_soon_threadsafe(self._on_draft, run, draft),
+                  start_text=continuation(self._previous.get(key.uri), request))
+        run = Run(key, position, job, loop.create_future())
+        self._live[key.uri] = run
+        finished = asyncio.wrap_future(self._worker.complete(job))
+        finished.add_done_callback(lambda future: self._finish(run, future))
+        return run
+
+    def _on_draft(self, run: Run, draft: Draft) -> None:
+        if run.job.cancel.is_set():
+            return  # a late draft of a stale run must not repaint the editor
+        run.latest = draft
+        if draft.text != run.sent:
+            run.sent = draft.text
+            self._publish(run, draft)
+
+    def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
+        if self._live.get(run.key.uri) is run:
+            del self._live[run.key.uri]
+        if run.result.done():
+            return  # superseded or cancelled: already answered
+        if future.cancelled():
+            run.result.set_result(None)
+        elif future.exception() is not None:
+            run.result.set_exception(future.exception())
+        else:
+            finals = future.result()
+            if finals is not None and not run.job.cancel.is_set():
+                self._answered(run, finals)
+            run.result.set_result(None if run.job.cancel.is_set() else finals)
+
+    def _answered(self, run: Run, finals: list[Draft]) -> None:
+        """Records the result and notifies the converged text, so drafts end where the answer is."""
+        best = next((draft for draft in finals if draft.text), finals[0])
+        self._done[run.key.uri] = (run.key, finals)
+        if best.text:
+            self._previous[run.key.uri] = (run.job.request, best.text)
+        run.latest = best
+        self._publish(run, best)
+
+    def _stop(self, run: Run) -> None:
+        run.job.cancel.set()
+        if self._live.get(run.key.uri) is run:
+            del self._live[run.key.uri]
+        if not run.result.done():
+            run.result.set_result(None)

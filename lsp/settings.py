@@ -1,0 +1,118 @@
+"""Server settings: the `diffusionInfill` section of initializationOptions and of
+workspace/didChangeConfiguration, checked one by one; a bad value keeps its previous
+setting and the user is told which and why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from engine.settings import MODES, EngineSettings
+
+SECTION = "diffusionInfill"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    model: str | None = None  # checkpoint directory or cached hub id; None: the embedded model
+    device: str = "auto"  # "auto" (CUDA when available), "cpu", "cuda:1", ...
+    dtype: str = "auto"  # "auto" (bfloat16 on CUDA, float32 on CPU), "float32", ...
+    max_gap_tokens: int | None = None  # slots in the gap; None: what the model was trained with
+    max_steps: int | None = None  # denoising steps at most; None: the engine's default (24)
+    entropy_bound: float | None = None  # summed entropy accepted per step; None: the engine's default
+    mode: str = "auto"  # "single-line", "multi-line", or "auto" (multi-line on an empty line)
+    enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all
+    invoked_items: int = 3  # completions offered for cycling on an explicitly invoked request
+
+    def engine_settings(self) -> EngineSettings:
+        return EngineSettings(mode=self.mode).with_overrides(
+            max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound)
+
+    def model_key(self) -> tuple[str | None, str, str]:
+        """What loading depends on: a change here means loading the model again."""
+        return self.model, self.device, self.dtype
+
+    def enabled_for(self, language_id: str) -> bool:
+        return self.enabled_languages is None or language_id in self.enabled_languages
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a non-empty string")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("expected a positive integer")
+    return value
+
+
+def _optional_positive_int(value: Any) -> int | None:
+    return None if value is None else _positive_int(value)
+
+
+def _optional_positive_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError("expected a positive number")
+    return float(value)
+
+
+def _mode(value: Any) -> str:
+    if value not in MODES:
+        raise ValueError(f"expected one of {', '.join(MODES)}")
+    return value
+
+
+def _languages(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("expected a list of languageIds, or null for all")
+    return tuple(value)
+
+
+# settings key (camelCase, as editors write it) -> (field name, checker)
+_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "model": ("model", _optional_text),
+    "device": ("device", _text),
+    "dtype": ("dtype", _text),
+    "maxGapTokens": ("max_gap_tokens", _optional_positive_int),
+    "maxSteps": ("max_steps", _optional_positive_int),
+    "entropyBound": ("entropy_bound", _optional_positive_float),
+    "mode": ("mode", _mode),
+    "enabledLanguages": ("enabled_languages", _languages),
+    "invokedItems": ("invoked_items", _positive_int),
+}
+assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
+
+
+def section_of(payload: Any) -> Mapping[str, Any] | None:
+    """The `diffusionInfill` section of an options or settings payload, if any."""
+    if isinstance(payload, Mapping) and isinstance(payload.get(SECTION), Mapping):
+        return payload[SECTION]
+    return None
+
+
+def merge(current: ServerSettings, section: Mapping[str, Any] | None) -> tuple[ServerSettings, list[str]]:
+    """`current` with the values of `section` applied, and a line per value that was ignored."""
+    if section is None:
+        return current, []
+    values, problems = {}, []
+    for key, value in section.items():
+        if key not in _KEYS:
+            problems.append(f"{SECTION}.{key}: unknown setting (known: {', '.join(_KEYS)})")
+            continue
+        name, check = _KEYS[key]
+        try:
+            values[name] = check(value)
+        except ValueError as error:
+            problems.append(f"{SECTION}.{key}: {error}, got {value!r}; keeping {getattr(current, name)!r}")
+    return replace(current, **values), problems

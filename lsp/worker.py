@@ -1,0 +1,122 @@
+"""The engine's own thread: loads the model and runs completions one at a time, so torch
+never runs on the asyncio loop nor in pygls' thread pool (whose threads read stdin).
+
+Jobs are cancelled cooperatively: a job whose flag is set before it starts is skipped,
+and a running one stops at the engine's next check, between two denoising steps.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from engine.drafts import Draft, InfillRequest
+from engine.factory import create_engine
+from engine.loading import LoadedModel, ModelLoadError, load
+from engine.settings import EngineSettings
+
+log = logging.getLogger(__name__)
+
+
+class State(enum.Enum):
+    IDLE = "idle"  # nothing asked yet
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+@dataclass
+class Job:
+    request: InfillRequest
+    samples: int  # completions to compute; the first one streams its drafts
+    on_draft: Callable[[Draft], None]  # called on the engine thread
+    start_text: str | None = None  # a previous completion that still fits the cursor (warm start)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    source: str  # what was asked for, or what was loaded
+    error: str | None = None  # why it could not be loaded; None: loaded
+
+
+class EngineWorker:
+    def __init__(self, trust_remote_code: bool = False):
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+        self._trust_remote_code = trust_remote_code
+        self._loaded: LoadedModel | None = None
+        self._settings = EngineSettings()
+        self._engine = None
+        self.state = State.IDLE
+
+    def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
+        """Loads a model (after the jobs already queued); completions queued later wait for it."""
+        self.state = State.LOADING
+        return self._executor.submit(self._load, model, device, dtype, settings)
+
+    def configure(self, settings: EngineSettings) -> Future[None]:
+        """New engine settings for the loaded model, from the next job on."""
+        return self._executor.submit(self._configure, settings)
+
+    def complete(self, job: Job) -> Future[list[Draft] | None]:
+        """The final draft of each sample, or None when cancelled or no model is loaded."""
+        return self._executor.submit(self._complete, job)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
+        self._loaded = self._engine = None
+        self._settings = settings
+        try:
+            self._loaded = load(model, device, dtype, trust_remote_code=self._trust_remote_code)
+            self._engine = create_engine(self._loaded, settings)
+        except ModelLoadError as error:
+            self.state = State.FAILED
+            return LoadOutcome(model or "the embedded model", str(error))
+        except Exception as error:  # e.g. a CUDA device on a machine without one: torch raises many kinds
+            log.exception("loading %s on %s failed", model or "the embedded model", device)
+            self.state = State.FAILED
+            return LoadOutcome(model or "the embedded model", f"{type(error).__name__}: {error} (device {device})")
+        self.state = State.READY
+        return LoadOutcome(self._loaded.source)
+
+    def _configure(self, settings: EngineSettings) -> None:
+        self._settings = settings
+        if self._loaded is not None:
+            self._engine = create_engine(self._loaded, settings)
+
+    def _complete(self, job: Job) -> list[Draft] | None:
+        finals = []
+        for sample in range(job.samples):
+            if job.cancel.is_set() or self._engine is None:
+                return None
+            final = self._sample(job, first=sample == 0)
+            if final is None:
+                return None
+            finals.append(final)
+        return finals
+
+    def _sample(self, job: Job, first: bool) -> Draft | None:
+        """One completion: the final draft, or None when cancelled."""
+        start_text = job.start_text if first else None
+        try:
+            return self._run(job, first, start_text)
+        except Exception:
+            # An engine keeps state between calls (the prefix KV cache); a fresh one from the
+            # same weights recovers from a bad state instead of failing every later request.
+            log.exception("completion failed; retrying once with a fresh engine")
+            self._engine = create_engine(self._loaded, self._settings)
+            return self._run(job, first, start_text)
+
+    def _run(self, job: Job, first: bool, start_text: str | None) -> Draft | None:
+        for draft in self._engine.complete(job.request, job.cancel.is_set, start_text):
+            if draft.final:
+                return draft
+            if first:
+                job.on_draft(draft)
+        return None

@@ -1,0 +1,66 @@
+"""`diffusion-infill complete PATH:LINE:COL` on the embedded model: the JSON contract,
+and clear errors for bad locations and missing models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from cli.complete import Location, LocationError
+from cli.main import SAMPLE, main
+
+JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid"}
+
+
+def test_json_output_is_one_object_on_the_last_line():
+    command = shutil.which("diffusion-infill")
+    assert command, "the console script is installed with the project"
+    done = subprocess.run([command, "complete", f"{SAMPLE}:11:37", "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result) == JSON_KEYS
+    assert isinstance(result["text"], str) and "\n" not in result["text"]  # mid-line: single-line by default
+    assert result["steps"] >= 1
+    assert all(isinstance(draft, str) for draft in result["drafts"])
+    assert result["steps"] <= len(result["drafts"]) <= result["steps"] + 1
+    assert set(result["timings_ms"]) == {"prefill", "first_draft", "total"}
+    assert 0 <= result["timings_ms"]["first_draft"] <= result["timings_ms"]["total"]
+    assert result["valid"] is True
+
+
+def test_completion_after_an_auto_paired_bracket_keeps_the_file_valid(tmp_path, capsys):
+    source = tmp_path / "paired.py"
+    source.write_text("def total(values):\n    return sum()\n")
+    assert main(["complete", f"{source}:2:16", "--json", "--max-steps", "8"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["valid"] is True
+    assert not result["text"].rstrip().endswith(")")
+
+
+def test_a_line_past_the_end_is_a_clear_error(capsys):
+    assert main(["complete", f"{SAMPLE}:999:1", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "line 999 is out of range" in captured.err
+
+
+def test_a_missing_model_names_the_path_it_tried(tmp_path, capsys):
+    missing = tmp_path / "no-model"
+    assert main(["complete", f"{SAMPLE}:11:37", "--model", str(missing)]) == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["file.py", "file.py:1", "file.py:a:b"])
+def test_location_must_be_path_line_column(spec):
+    with pytest.raises(LocationError):
+        Location.parse(spec)
+
+
+def test_location_columns_count_characters_not_bytes(tmp_path):
+    text = "s = '😀é'\nx = 1\n"
+    prefix, suffix = Location(tmp_path / "f.py", 1, 8).split(text)
+    assert prefix == "s = '😀é" and suffix == "'\nx = 1\n"

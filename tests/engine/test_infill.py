@@ -1,0 +1,319 @@
+"""Specification of one inline completion (engine.infill): prefix cache, drafts, closure."""
+
+import pytest
+import torch
+
+from engine import canvas as canvas_layout
+from engine import closure
+from engine.infill import Draft, InfillEngine, InfillRequest, PrefixCache
+from engine.loading import LoadedModel
+from engine.sampler import DenoiseSettings
+from engine.settings import EngineSettings
+
+FAST = DenoiseSettings(max_steps=4)
+
+# cursor positions where junk easily breaks the file: the final draft must not
+CLOSURE_CASES = [
+    pytest.param("result = compute(value", "", id="unclosed-call"),
+    pytest.param("print(", ")\n", id="auto-paired-paren"),
+    pytest.param("items = [1, 2, ", "]\n", id="auto-paired-bracket"),
+    pytest.param("x = {'a': (", ")}\n", id="nested-pairs"),
+    pytest.param("def f(x):\n    ", "\n", id="empty-line"),
+    pytest.param('name = "', '"\n', id="open-string"),
+    pytest.param("", "", id="empty-file"),
+]
+
+
+def tokens(tokenizer, text):
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def decoder_logits(model, cache, canvas_tokens):
+    """One decoder pass on a canvas placed right after the cached prefix, as denoise does."""
+    offset = cache.get_seq_length()
+    positions = torch.arange(offset, offset + len(canvas_tokens)).unsqueeze(0)
+    with torch.no_grad():
+        return model(decoder_input_ids=torch.tensor([canvas_tokens]), cache=cache,
+                     decoder_position_ids=positions).logits
+
+
+@pytest.fixture
+def canvas_tokens(tiny_loaded, ids):
+    suffix = tokens(tiny_loaded.tokenizer, ")\n")
+    return canvas_layout.completion_canvas(suffix, 12, 4, ids).tokens
+
+
+@pytest.fixture
+def prefix_a(tiny_loaded, ids):
+    return [ids.bos, *tokens(tiny_loaded.tokenizer, "def area(width, height):\n")]
+
+
+def engine_for(loaded, **settings):
+    return InfillEngine(loaded, EngineSettings(denoise=settings.pop("denoise", FAST), **settings))
+
+
+def complete(engine, prefix, suffix, language="python", **options) -> list[Draft]:
+    return list(engine.complete(InfillRequest(prefix, suffix, language), **options))
+
+
+# The prefix cache
+
+
+def test_extending_the_prefix_reuses_the_cached_tokens(tiny_loaded, prefix_a):
+    cache = PrefixCache()
+    cache.encode(tiny_loaded.model, prefix_a)
+    cache.encode(tiny_loaded.model, prefix_a + tokens(tiny_loaded.tokenizer, "    return"))
+
+    assert cache.reused_tokens == len(prefix_a)
+
+
+def test_extended_cache_gives_the_same_logits_as_a_fresh_prefill(tiny_loaded, prefix_a, canvas_tokens):
+    model, extended = tiny_loaded.model, prefix_a + tokens(tiny_loaded.tokenizer, "    return width")
+    reused = PrefixCache()
+    reused.encode(model, prefix_a)
+
+    incremental = decoder_logits(model, reused.encode(model, extended), canvas_tokens)
+    fresh = decoder_logits(model, PrefixCache().encode(model, extended), canvas_tokens)
+
+    torch.testing.assert_close(incremental, fresh, atol=1e-5, rtol=1e-5)
+
+
+def test_diverging_prefix_crops_the_cache_to_the_shared_part(tiny_loaded, prefix_a):
+    cache, tokenizer = PrefixCache(), tiny_loaded.tokenizer
+    first, second = tokens(tokenizer, "    return width"), tokens(tokenizer, "    pass")
+    shared = next(n for n, (a, b) in enumerate(zip(first, second)) if a != b)
+    assert shared > 0
+
+    cache.encode(tiny_loaded.model, prefix_a + first)
+    cached = cache.encode(tiny_loaded.model, prefix_a + second)
+
+    assert cache.reused_tokens == len(prefix_a) + shared
+    assert cached.get_seq_length() == len(prefix_a + second)
+
+
+def test_cropped_cache_gives_the_same_logits_as_a_fresh_prefill(tiny_loaded, prefix_a, canvas_tokens):
+    model, tokenizer = tiny_loaded.model, tiny_loaded.tokenizer
+    cache = PrefixCache()
+    cache.encode(model, prefix_a + tokens(tokenizer, "    return width"))
+    diverged = prefix_a + tokens(tokenizer, "    pass")
+
+    cropped = decoder_logits(model, cache.encode(model, diverged), canvas_tokens)
+    fresh = decoder_logits(model, PrefixCache().encode(model, diverged), canvas_tokens)
+
+    torch.testing.assert_close(cropped, fresh, atol=1e-5, rtol=1e-5)
+
+
+def test_shorter_prefix_is_served_by_cropping_alone(tiny_loaded, prefix_a, canvas_tokens):
+    model = tiny_loaded.model
+    cache = PrefixCache()
+    cache.encode(model, prefix_a + tokens(tiny_loaded.tokenizer, "    return width"))
+
+    cropped = decoder_logits(model, cache.encode(model, prefix_a), canvas_tokens)
+
+    assert cache.reused_tokens == len(prefix_a)
+    torch.testing.assert_close(cropped, decoder_logits(model, PrefixCache().encode(model, prefix_a), canvas_tokens),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_same_prefix_again_reuses_every_token(tiny_loaded, prefix_a):
+    cache = PrefixCache()
+    cache.encode(tiny_loaded.model, prefix_a)
+    again = cache.encode(tiny_loaded.model, prefix_a)
+
+    assert cache.reused_tokens == len(prefix_a)
+    assert again.get_seq_length() == len(prefix_a)
+
+
+def test_prefix_with_a_different_first_token_is_encoded_from_scratch(tiny_loaded, prefix_a, canvas_tokens):
+    model = tiny_loaded.model
+    cache = PrefixCache()
+    cache.encode(model, prefix_a)
+    other = prefix_a[1:]
+
+    logits = decoder_logits(model, cache.encode(model, other), canvas_tokens)
+
+    assert cache.reused_tokens == 0
+    torch.testing.assert_close(logits, decoder_logits(model, PrefixCache().encode(model, other), canvas_tokens),
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_decoding_does_not_change_the_cache(tiny_loaded, prefix_a, canvas_tokens):
+    cache = PrefixCache().encode(tiny_loaded.model, prefix_a)
+
+    first = decoder_logits(tiny_loaded.model, cache, canvas_tokens)
+    second = decoder_logits(tiny_loaded.model, cache, canvas_tokens)
+
+    assert cache.get_seq_length() == len(prefix_a)
+    torch.testing.assert_close(first, second)
+
+
+def test_consecutive_requests_at_a_growing_cursor_reuse_the_prefix(tiny_loaded):
+    engine = engine_for(tiny_loaded, denoise=DenoiseSettings(max_steps=1))
+    complete(engine, "def area(width, height):\n", "")
+    complete(engine, "def area(width, height):\n    return ", "")
+
+    assert engine.prefix_cache.reused_tokens > 0
+
+
+# Drafts
+
+
+def test_drafts_count_steps_upward(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded), "print(", ")\n")
+    steps = [draft.step for draft in drafts if not draft.final]
+
+    assert steps == list(range(1, len(steps) + 1))
+
+
+def test_exactly_one_final_draft_and_it_comes_last(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded), "print(", ")\n")
+
+    assert [draft.final for draft in drafts] == [False] * (len(drafts) - 1) + [True]
+
+
+def test_final_draft_reports_the_steps_taken(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded), "print(", ")\n")
+
+    assert drafts[-1].step == drafts[-2].step
+
+
+def test_final_draft_is_marked_valid(tiny_loaded):
+    assert complete(engine_for(tiny_loaded), "print(", ")\n")[-1].valid is True
+
+
+@pytest.mark.parametrize("mode", ["single-line", "multi-line"])
+@pytest.mark.parametrize(("prefix", "suffix"), CLOSURE_CASES)
+def test_final_draft_never_breaks_closure(tiny_loaded, prefix, suffix, mode):
+    final = complete(engine_for(tiny_loaded, mode=mode), prefix, suffix)[-1]
+
+    assert final.final
+    assert closure.check(prefix, final.text, suffix, "python").valid
+
+
+@pytest.mark.parametrize(("prefix", "suffix"), CLOSURE_CASES)
+def test_final_draft_never_breaks_closure_even_without_repair_rounds(tiny_loaded, prefix, suffix):
+    final = complete(engine_for(tiny_loaded, mode="multi-line", repair_rounds=0), prefix, suffix)[-1]
+
+    assert closure.check(prefix, final.text, suffix, "python").valid
+
+
+def test_repair_rounds_continue_the_step_count(tiny_loaded):
+    engine = engine_for(tiny_loaded, mode="multi-line", repair_rounds=3)
+    drafts = complete(engine, "x = {'a': (", ")}\n")
+    steps = [draft.step for draft in drafts if not draft.final]
+
+    assert steps == list(range(1, len(steps) + 1))
+
+
+def test_brackets_only_check_when_the_language_is_unknown(tiny_loaded):
+    final = complete(engine_for(tiny_loaded, mode="multi-line"), "f(a, [", "])\n", language=None)[-1]
+
+    assert closure.check("f(a, [", final.text, "])\n", None).valid
+
+
+# Single-line and multi-line
+
+
+@pytest.fixture
+def newline_at_third_slot(tiny_loaded):
+    """The tiny model, made to put a newline in the third gap slot of every draft."""
+    vocabulary = [tiny_loaded.tokenizer.decode([i]) for i in range(len(tiny_loaded.tokenizer))]
+    newlines = torch.tensor([i for i, text in enumerate(vocabulary) if text == "\n"])
+
+    def hook(module, args, output):
+        output.logits[:, 2, newlines] += 1e3
+
+    handle = tiny_loaded.model.register_forward_hook(hook)
+    yield tiny_loaded
+    handle.remove()
+
+
+def test_multi_line_drafts_keep_newlines(newline_at_third_slot):
+    drafts = complete(engine_for(newline_at_third_slot, mode="multi-line"), "x = foo(", ")\n")
+
+    assert any("\n" in draft.text for draft in drafts if not draft.final)
+
+
+def test_single_line_mode_never_returns_a_newline(newline_at_third_slot):
+    drafts = complete(engine_for(newline_at_third_slot, mode="single-line"), "x = foo(", ")\n")
+
+    assert drafts
+    assert not any("\n" in draft.text for draft in drafts)
+
+
+def test_auto_mode_is_single_line_after_code_on_the_cursor_line(newline_at_third_slot):
+    drafts = complete(engine_for(newline_at_third_slot, mode="auto"), "x = foo(", ")\n")
+
+    assert not any("\n" in draft.text for draft in drafts)
+
+
+def test_auto_mode_is_multi_line_on_an_empty_line(newline_at_third_slot):
+    drafts = complete(engine_for(newline_at_third_slot, mode="auto"), "def f(x):\n    ", "\n")
+
+    assert any("\n" in draft.text for draft in drafts if not draft.final)
+
+
+# Cancellation
+
+
+def test_cancelled_before_the_first_step_yields_no_draft(tiny_loaded):
+    assert complete(engine_for(tiny_loaded), "print(", ")\n", cancelled=lambda: True) == []
+
+
+def test_cancelled_mid_way_yields_no_final_draft(tiny_loaded):
+    engine, drafts = engine_for(tiny_loaded), []
+    for draft in engine.complete(InfillRequest("print(", ")\n", "python"), cancelled=lambda: len(drafts) >= 2):
+        drafts.append(draft)
+
+    assert len(drafts) == 2
+    assert not any(draft.final for draft in drafts)
+
+
+# Warm start
+
+
+def test_warm_start_from_a_previous_draft_completes(tiny_loaded):
+    engine = engine_for(tiny_loaded)
+    previous = complete(engine, "print(", ")\n")[-1].text
+
+    drafts = complete(engine, "print(", ")\n", start_text=previous or "x")
+
+    assert drafts[-1].final
+    assert closure.check("print(", drafts[-1].text, ")\n", "python").valid
+
+
+def test_warm_start_inside_a_word_completes(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded), "result = valu", "", start_text="e + 1")
+
+    assert drafts[-1].final
+
+
+def test_warm_start_longer_than_the_gap_is_ignored(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded), "print(", ")\n", start_text="value, " * 50)
+
+    assert drafts[-1].final
+
+
+# Construction
+
+
+def test_engine_refuses_a_checkpoint_not_trained_on_the_canvas(tiny_loaded):
+    plain = LoadedModel(tiny_loaded.model, tiny_loaded.tokenizer, None, None, "plain")
+
+    with pytest.raises(ValueError, match="plain"):
+        InfillEngine(plain)
+
+
+def test_max_gap_tokens_overrides_the_trained_gap_size(tiny_loaded):
+    canvas_lengths = []
+
+    def record(module, args, kwargs):
+        canvas_lengths.append(kwargs["decoder_input_ids"].shape[-1])
+
+    handle = tiny_loaded.model.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        complete(engine_for(tiny_loaded, max_gap_tokens=3), "x = ", "\n")
+    finally:
+        handle.remove()
+
+    assert set(canvas_lengths) == {3 + tiny_loaded.spec.suffix_head}

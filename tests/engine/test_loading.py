@@ -1,0 +1,121 @@
+"""Specification of loading a checkpoint (engine.loading)."""
+
+import pytest
+import torch
+
+from engine.canvas import CanvasSpec
+from engine.loading import LoadedModel, ModelLoadError, load, pick_device, pick_dtype
+
+
+@pytest.fixture
+def saved(tiny_loaded, tmp_path):
+    """The tiny model saved as an infill checkpoint: weights, tokenizer and canvas spec."""
+    tiny_loaded.model.save_pretrained(tmp_path)
+    tiny_loaded.tokenizer.save_pretrained(tmp_path)
+    tiny_loaded.spec.save(tmp_path)
+    return tmp_path
+
+
+# Failures name what was tried
+
+
+def test_missing_directory_raises_model_load_error_naming_it(tmp_path):
+    missing = tmp_path / "nonexistent" / "dir"
+
+    with pytest.raises(ModelLoadError, match=str(missing)):
+        load(str(missing))
+
+
+def test_missing_directory_says_it_does_not_exist(tmp_path):
+    with pytest.raises(ModelLoadError, match="no such directory"):
+        load(str(tmp_path / "nonexistent"))
+
+
+def test_corrupt_config_raises_model_load_error_naming_the_directory(saved):
+    (saved / "config.json").write_text("{ this is not json")
+
+    with pytest.raises(ModelLoadError, match=str(saved)):
+        load(str(saved), device="cpu")
+
+
+def test_empty_directory_raises_model_load_error_naming_it(tmp_path):
+    with pytest.raises(ModelLoadError, match=str(tmp_path)):
+        load(str(tmp_path), device="cpu")
+
+
+def test_load_error_says_nothing_was_downloaded(tmp_path):
+    with pytest.raises(ModelLoadError, match="offline"):
+        load(str(tmp_path / "nonexistent"))
+
+
+# Round trip
+
+
+def test_saved_checkpoint_loads_with_its_canvas_spec(saved, tiny_loaded):
+    loaded = load(str(saved), device="cpu")
+
+    assert isinstance(loaded, LoadedModel)
+    assert loaded.spec == tiny_loaded.spec
+    assert loaded.source == str(saved)
+
+
+def test_saved_checkpoint_loads_with_its_special_ids(saved, tiny_loaded):
+    assert load(str(saved), device="cpu").ids == tiny_loaded.ids
+
+
+def test_saved_checkpoint_loads_the_same_weights(saved, tiny_loaded):
+    loaded = load(str(saved), device="cpu")
+
+    for (name, original), (_, restored) in zip(tiny_loaded.model.state_dict().items(),
+                                               loaded.model.state_dict().items()):
+        torch.testing.assert_close(restored, original, msg=name)
+
+
+def test_saved_checkpoint_loads_the_same_tokenizer(saved, tiny_loaded):
+    text = "def area(width, height):\n    return width * height\n"
+
+    assert load(str(saved), device="cpu").tokenizer.encode(text) == tiny_loaded.tokenizer.encode(text)
+
+
+def test_loaded_model_is_in_eval_mode_on_the_requested_device(saved):
+    loaded = load(str(saved), device="cpu")
+
+    assert not loaded.model.training
+    assert loaded.device == torch.device("cpu")
+
+
+def test_checkpoint_without_canvas_spec_loads_for_the_instruction_path(saved):
+    (saved / "infill.json").unlink()
+
+    loaded = load(str(saved), device="cpu")
+
+    assert loaded.spec is None
+    assert loaded.ids is None
+
+
+def test_spec_file_is_written_beside_the_weights(saved):
+    assert CanvasSpec.load(saved) is not None
+    assert (saved / "config.json").is_file()
+
+
+# Device and dtype
+
+
+def test_explicit_device_is_used():
+    assert pick_device("cpu") == torch.device("cpu")
+
+
+def test_auto_device_is_cuda_only_when_available():
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_auto_dtype_is_float32_on_cpu():
+    assert pick_dtype(None, torch.device("cpu")) == torch.float32
+
+
+def test_auto_dtype_is_bfloat16_on_cuda():
+    assert pick_dtype("auto", torch.device("cuda")) == torch.bfloat16
+
+
+def test_explicit_dtype_is_used():
+    assert pick_dtype("float16", torch.device("cpu")) == torch.float16

@@ -1,0 +1,230 @@
+"""Specification of the denoising loop on a clamped canvas (engine.sampler.denoise)."""
+
+import pytest
+import torch
+
+from engine import canvas as canvas_layout
+from engine.infill import PrefixCache
+from engine.sampler import DenoiseSettings, SlotVocabulary, denoise
+
+# never stops early: random weights are far from confident, and nothing is below 0 entropy
+NO_EARLY_STOP = DenoiseSettings(max_steps=4, confidence_threshold=0.0)
+PREFIX = "def area(width, height):\n    return "
+
+
+@pytest.fixture
+def model(tiny_loaded):
+    return tiny_loaded.model
+
+
+@pytest.fixture
+def cache(tiny_loaded, ids):
+    tokens = tiny_loaded.tokenizer.encode(PREFIX, add_special_tokens=False)
+    return PrefixCache().encode(tiny_loaded.model, [ids.bos, *tokens])
+
+
+@pytest.fixture
+def repair_canvas(tiny_loaded, ids):
+    """Two gaps between known segments."""
+    encode = tiny_loaded.tokenizer.encode
+    segments = [encode("width", add_special_tokens=False), 5, encode(" * ", add_special_tokens=False), 6,
+                encode("\n", add_special_tokens=False)]
+    return canvas_layout.build(segments, ids.mask)
+
+
+@pytest.fixture
+def completion_canvas(tiny_loaded, ids):
+    suffix = tiny_loaded.tokenizer.encode(")\n", add_special_tokens=False)
+    return canvas_layout.completion_canvas(suffix, 12, 4, ids)
+
+
+def run(model, cache, canvas, ids, settings=NO_EARLY_STOP, **options):
+    generator = torch.Generator().manual_seed(0)
+    return list(denoise(model, cache, canvas, ids, settings, generator=generator, **options))
+
+
+def known_slots(canvas):
+    return torch.tensor(canvas.known)
+
+
+# Clamping
+
+
+def test_known_slots_never_change_in_the_argmax(model, cache, repair_canvas, ids):
+    known = known_slots(repair_canvas)
+    expected = torch.tensor(repair_canvas.tokens)[known]
+
+    for step in run(model, cache, repair_canvas, ids):
+        assert torch.equal(step.argmax[0, known], expected)
+
+
+def test_known_slots_never_change_in_the_current_canvas(model, cache, repair_canvas, ids):
+    known = known_slots(repair_canvas)
+    expected = torch.tensor(repair_canvas.tokens)[known]
+
+    for step in run(model, cache, repair_canvas, ids):
+        assert torch.equal(step.current[0, known], expected)
+
+
+def test_uniform_noise_also_keeps_known_slots(model, cache, repair_canvas, ids):
+    known = known_slots(repair_canvas)
+    expected = torch.tensor(repair_canvas.tokens)[known]
+
+    steps = run(model, cache, repair_canvas, ids, noise="uniform")
+
+    assert len(steps) == NO_EARLY_STOP.max_steps
+    for step in steps:
+        assert torch.equal(step.argmax[0, known], expected)
+        assert torch.equal(step.current[0, known], expected)
+
+
+def test_gap_slots_never_hold_structural_tokens_in_the_argmax(model, cache, repair_canvas, ids):
+    gap_slots = ~known_slots(repair_canvas)
+
+    for step in run(model, cache, repair_canvas, ids):
+        filled = step.argmax[0, gap_slots]
+        assert not torch.isin(filled, torch.tensor([ids.pad, ids.bos])).any()
+
+
+# Slots after END
+
+
+def end_at(slot, ids):
+    """Forces END into one slot, so the test does not depend on what random weights pick."""
+    return [SlotVocabulary(slot, torch.tensor([ids.end]))]
+
+
+def test_slots_after_a_gaps_end_are_noise_in_the_current_canvas(model, cache, completion_canvas, ids):
+    steps = run(model, cache, completion_canvas, ids, processors=end_at(3, ids))
+
+    assert any(int(step.current[0, 3]) == ids.end for step in steps)
+    for step in steps:
+        current = step.current[0].tolist()
+        for position in canvas_layout.after_end(current, completion_canvas, ids):
+            assert current[position] == ids.mask
+
+
+def test_slots_after_a_gaps_end_are_mask_in_the_argmax(model, cache, completion_canvas, ids):
+    for step in run(model, cache, completion_canvas, ids, processors=end_at(3, ids)):
+        assert int(step.argmax[0, 3]) == ids.end
+        assert step.argmax[0, 4:12].eq(ids.mask).all()
+
+
+def test_end_in_one_gap_does_not_noise_the_next_gap(model, cache, repair_canvas, ids):
+    first, second = repair_canvas.gaps
+    steps = run(model, cache, repair_canvas, ids, processors=end_at(first.start, ids))
+
+    for step in steps:
+        assert not step.argmax[0, second.start : second.stop].eq(ids.mask).all()
+
+
+# Step count, stopping and cancellation
+
+
+def test_steps_are_counted_from_one(model, cache, completion_canvas, ids):
+    steps = run(model, cache, completion_canvas, ids)
+
+    assert [step.step for step in steps] == list(range(1, len(steps) + 1))
+
+
+@pytest.mark.parametrize("max_steps", [1, 3])
+def test_runs_at_most_max_steps(model, cache, completion_canvas, ids, max_steps):
+    settings = DenoiseSettings(max_steps=max_steps, confidence_threshold=0.0)
+
+    assert len(run(model, cache, completion_canvas, ids, settings)) == max_steps
+
+
+def test_stops_early_once_stable_and_confident(model, cache, completion_canvas, ids):
+    # every slot pinned to END or past it: a stable, zero-entropy canvas after two steps
+    settings = DenoiseSettings(max_steps=8, stability_threshold=1, confidence_threshold=1.0)
+    steps = run(model, cache, completion_canvas, ids, settings, processors=end_at(0, ids))
+
+    assert len(steps) < settings.max_steps
+    assert steps[-1].finished.all()
+
+
+def test_cancellation_between_steps_stops_the_loop(model, cache, completion_canvas, ids):
+    seen = []
+    for step in denoise(model, cache, completion_canvas, ids, NO_EARLY_STOP, cancelled=lambda: len(seen) >= 2):
+        seen.append(step)
+
+    assert [step.step for step in seen] == [1, 2]
+
+
+def test_cancelled_before_the_first_step_yields_nothing(model, cache, completion_canvas, ids):
+    assert run(model, cache, completion_canvas, ids, cancelled=lambda: True) == []
+
+
+def test_step_tensors_have_batch_and_canvas_dimensions(model, cache, completion_canvas, ids):
+    step = run(model, cache, completion_canvas, ids)[0]
+    length, vocab = len(completion_canvas), model.config.text_config.vocab_size
+
+    assert step.argmax.shape == step.current.shape == (1, length)
+    assert step.logits.shape == (1, length, vocab)
+    assert step.mean_entropy.shape == step.finished.shape == (1,)
+
+
+# Batches
+
+
+def test_batch_rows_are_denoised_together_each_with_its_own_known_tokens(tiny_loaded, completion_canvas, ids):
+    model, tokenizer = tiny_loaded.model, tiny_loaded.tokenizer
+    rows = torch.tensor([completion_canvas.tokens] * 3)
+    gap = completion_canvas.gaps[0]
+    rows[1, gap.stop :] = ids.eos
+    rows[2, gap.stop :] = torch.arange(10, 10 + len(completion_canvas) - gap.stop)
+    known = known_slots(completion_canvas)
+    # the cache holds one encoded prefix per row
+    cache = PrefixCache().encode(model, [ids.bos, *tokenizer.encode(PREFIX, add_special_tokens=False)])
+    cache.batch_repeat_interleave(len(rows))
+
+    steps = run(model, cache, completion_canvas, ids, batch=rows)
+
+    assert len(steps) == NO_EARLY_STOP.max_steps
+    for step in steps:
+        assert step.argmax.shape == step.current.shape == rows.shape
+        assert torch.equal(step.argmax[:, known], rows[:, known])
+        assert torch.equal(step.current[:, known], rows[:, known])
+
+
+# Warm start
+
+
+def test_warm_start_is_what_the_first_step_sees(model, cache, completion_canvas, ids):
+    start = torch.tensor([completion_canvas.tokens])
+    start[0, :3] = torch.tensor([40, 41, ids.end])
+    settings = DenoiseSettings(max_steps=1, confidence_threshold=0.0)
+
+    (cold,) = run(model, cache, completion_canvas, ids, settings)
+    (warm,) = run(model, cache, completion_canvas, ids, settings, start=start)
+
+    assert not torch.allclose(cold.logits, warm.logits)
+
+
+def test_warm_start_does_not_override_known_slots(model, cache, completion_canvas, ids):
+    start = torch.full((1, len(completion_canvas)), 40)
+    known = known_slots(completion_canvas)
+
+    for step in run(model, cache, completion_canvas, ids, start=start):
+        assert torch.equal(step.current[0, known], torch.tensor(completion_canvas.tokens)[known])
+
+
+# Restricting a slot's vocabulary
+
+
+def test_slot_vocabulary_restricts_the_slot_to_the_allowed_tokens(model, cache, completion_canvas, ids):
+    allowed = torch.tensor([100, 101, 102, 250])
+
+    for step in run(model, cache, completion_canvas, ids, processors=[SlotVocabulary(0, allowed)]):
+        assert int(step.argmax[0, 0]) in allowed.tolist()
+        assert int(step.current[0, 0]) in [*allowed.tolist(), ids.mask]
+
+
+def test_slot_vocabulary_leaves_other_slots_unrestricted():
+    scores = torch.zeros(2, 3, 5)
+    restricted = SlotVocabulary(1, torch.tensor([2, 4]))(None, scores, cur_step=1)
+
+    assert torch.equal(restricted[:, 0], scores[:, 0])
+    assert torch.equal(restricted[:, 2], scores[:, 2])
+    assert torch.isinf(restricted[:, 1, [0, 1, 3]]).all()
+    assert torch.equal(restricted[:, 1, [2, 4]], torch.zeros(2, 2))

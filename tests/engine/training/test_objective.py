@@ -1,0 +1,258 @@
+"""Specification of the training batches and the loss (engine.training.objective)."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from engine.training import objective
+from engine.training.objective import IGNORE, BatchMaker, ObjectiveConfig, Streams, noise_canvas
+from engine.training.train import _tokenize
+
+PREFIXES, CANVASES = 3, 2
+CONFIG = ObjectiveConfig(prefix_lengths=(16, 24), gap_slots=12, suffix_head=4, prefixes=PREFIXES,
+                         canvases_per_prefix=CANVASES, repair_fraction=0.5)
+NOISE_KINDS = ["mask", "uniform"]
+
+
+@pytest.fixture(scope="module")
+def streams(tiny_tokenizer, tiny_documents, ids):
+    vocabulary = tiny_tokenizer.convert_ids_to_tokens(list(range(len(tiny_tokenizer))))
+    newline = np.array(["Ċ" in token for token in vocabulary])
+    documents = [doc for doc in tiny_documents if len(doc.text) > 2000][:4]
+    return Streams(_tokenize(documents, tiny_tokenizer), ids, newline)
+
+
+def make_batches(streams, ids, count=8, config=CONFIG, seed=0):
+    maker = BatchMaker(streams, ids, config, np.random.default_rng(seed))
+    return [maker.make() for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def batches(streams, ids):
+    return make_batches(streams, ids)
+
+
+def gap_runs(known_row):
+    """Maximal runs of unknown slots: the gaps (known segments are never empty)."""
+    runs, start = [], None
+    for position, known in enumerate([*known_row.tolist(), True]):
+        if not known and start is None:
+            start = position
+        elif known and start is not None:
+            runs.append(range(start, position))
+            start = None
+    return runs
+
+
+def rows(batches):
+    for batch in batches:
+        yield from zip(batch.canvas, batch.known, batch.target)
+
+
+# Streams
+
+
+def test_streams_wrap_each_document_in_bos_and_eos(ids):
+    streams = Streams({"python": [[10, 11], [12]]}, ids, np.zeros(16, dtype=bool))
+
+    assert streams.streams["python"].tolist() == [ids.bos, 10, 11, ids.eos, ids.bos, 12, ids.eos]
+
+
+# Batch shapes
+
+
+def test_prefix_batch_is_prefixes_by_prefix_length(batches):
+    for batch in batches:
+        assert batch.prefix.shape[0] == PREFIXES
+        assert batch.prefix.shape[1] in CONFIG.prefix_lengths
+
+
+def test_canvas_batch_is_canvases_by_canvas_length(batches):
+    shape = (PREFIXES * CANVASES, CONFIG.canvas_length)
+
+    for batch in batches:
+        assert batch.canvas.shape == batch.known.shape == batch.target.shape == shape
+
+
+def test_batches_are_reproducible_from_the_seed(streams, ids):
+    first, second = make_batches(streams, ids, count=2), make_batches(streams, ids, count=2)
+
+    for a, b in zip(first, second):
+        assert torch.equal(a.prefix, b.prefix)
+        assert torch.equal(a.canvas, b.canvas)
+        assert torch.equal(a.target, b.target)
+
+
+def test_batches_mix_single_and_multi_gap_canvases(batches):
+    gap_counts = {len(gap_runs(known)) for _, known, _ in rows(batches)}
+
+    assert 1 in gap_counts
+    assert max(gap_counts) > 1
+
+
+# Targets
+
+
+def test_every_gap_target_has_exactly_one_end(batches, ids):
+    for _, known, target in rows(batches):
+        for gap in gap_runs(known):
+            assert target[gap.start : gap.stop].tolist().count(ids.end) == 1
+
+
+def test_gap_target_is_only_ignore_after_its_end(batches, ids):
+    for _, known, target in rows(batches):
+        for gap in gap_runs(known):
+            slots = target[gap.start : gap.stop].tolist()
+            assert set(slots[slots.index(ids.end) + 1 :]) <= {IGNORE}
+
+
+def test_gap_target_before_its_end_is_real_tokens(batches, ids):
+    for _, known, target in rows(batches):
+        for gap in gap_runs(known):
+            slots = target[gap.start : gap.stop].tolist()
+            assert all(token not in (IGNORE, ids.mask, ids.end) for token in slots[: slots.index(ids.end)])
+
+
+def test_known_slots_have_ignore_targets(batches):
+    for batch in batches:
+        assert batch.target[batch.known].eq(IGNORE).all()
+
+
+def test_clean_canvas_holds_the_targets_in_the_gaps(batches, ids):
+    for canvas, known, target in rows(batches):
+        is_target = target != IGNORE
+        assert torch.equal(canvas[is_target], target[is_target])
+        assert canvas[~known & ~is_target].eq(ids.mask).all()
+
+
+def test_completion_canvases_are_one_full_gap_then_the_suffix_head(batches):
+    layouts = [gap_runs(known) for _, known, _ in rows(batches)]
+    completion = [range(0, CONFIG.gap_slots)]
+
+    assert completion in layouts
+    for layout in layouts:
+        assert layout == completion or all(len(gap) < CONFIG.gap_slots for gap in layout)
+
+
+def read_left_to_right(canvas, known, target, end):
+    """Known tokens and gap insertions in canvas order: the text the canvas stands for."""
+    return [int(token) if is_known else int(goal)
+            for token, is_known, goal in zip(canvas, known, target)
+            if is_known or goal not in (IGNORE, end)]
+
+
+def test_canvas_continues_the_text_right_after_its_prefix(batches, streams, ids):
+    stream = streams.streams["python"]
+    checked = 0
+    for batch in batches:
+        for index, prefix in enumerate(batch.prefix.numpy()):
+            width = len(prefix)
+            windows = np.lib.stride_tricks.sliding_window_view(stream, width)
+            (matches,) = np.nonzero((windows == prefix).all(axis=1))
+            if len(matches) != 1:
+                continue  # a repeated prefix: ambiguous position
+            start = int(matches[0]) + width
+            for row in range(index * CANVASES, (index + 1) * CANVASES):
+                text = read_left_to_right(batch.canvas[row], batch.known[row], batch.target[row], ids.end)
+                assert text == stream[start : start + len(text)].tolist()
+                checked += 1
+    assert checked > 0
+
+
+# Noising
+
+
+@pytest.mark.parametrize("noise", NOISE_KINDS)
+def test_noise_never_changes_known_slots(batches, ids, noise):
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        noised, _, _ = noise_canvas(batch, ids, noise, 512, generator)
+        assert torch.equal(noised[batch.known], batch.canvas[batch.known])
+
+
+@pytest.mark.parametrize("noise", NOISE_KINDS)
+def test_noise_hits_at_least_one_target_slot_per_canvas(batches, ids, noise):
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        _, hit, _ = noise_canvas(batch, ids, noise, 512, generator)
+        assert hit.any(dim=-1).all()
+        assert not (hit & (batch.target == IGNORE)).any()
+
+
+def test_mask_noise_writes_the_mask_token_on_noised_slots(batches, ids):
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        noised, hit, _ = noise_canvas(batch, ids, "mask", 512, generator)
+        assert noised[hit].eq(ids.mask).all()
+        assert torch.equal(noised[~hit], torch.where(batch.known | (batch.target != IGNORE), batch.canvas,
+                                                     ids.mask)[~hit])
+
+
+def test_uniform_noise_draws_no_special_tokens(batches, ids):
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        noised, hit, _ = noise_canvas(batch, ids, "uniform", 512, generator)
+        assert noised[hit].ge(8).all()
+
+
+@pytest.mark.parametrize("noise", NOISE_KINDS)
+def test_unused_gap_slots_are_always_noise(batches, ids, noise):
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        noised, _, _ = noise_canvas(batch, ids, noise, 512, generator)
+        unused = ~batch.known & (batch.target == IGNORE)
+        if noise == "mask":
+            assert noised[unused].eq(ids.mask).all()
+        else:
+            assert noised[unused].ge(8).all()
+
+
+def test_noise_level_is_one_per_canvas_and_never_zero(batches, ids):
+    _, _, t = noise_canvas(batches[0], ids, "mask", 512, torch.Generator().manual_seed(0))
+
+    assert t.shape == (PREFIXES * CANVASES, 1)
+    assert t.min() >= 1.0 / CONFIG.canvas_length
+    assert t.max() <= 1.0
+
+
+# The loss
+
+
+@pytest.fixture
+def trainable(tiny_loaded):
+    """A copy of the tiny model in training mode (the shared one stays untouched)."""
+    return copy.deepcopy(tiny_loaded.model).train()
+
+
+@pytest.mark.parametrize("self_conditioning", [0.0, 1.0], ids=["plain", "self-conditioned"])
+@pytest.mark.parametrize("noise", NOISE_KINDS)
+def test_loss_is_finite_and_backpropagates(trainable, batches, ids, noise, self_conditioning):
+    config = ObjectiveConfig(**{**CONFIG.__dict__, "self_conditioning": self_conditioning})
+
+    total, parts = objective.loss(trainable, batches[0], ids, config, noise, torch.Generator().manual_seed(0))
+    total.backward()
+
+    assert torch.isfinite(total)
+    assert set(parts) == {"diffusion", "ar"}
+    assert all(np.isfinite(value) for value in parts.values())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in trainable.parameters())
+
+
+def test_self_conditioned_loss_trains_the_self_conditioning_block(trainable, batches, ids):
+    config = ObjectiveConfig(**{**CONFIG.__dict__, "self_conditioning": 1.0})
+
+    total, _ = objective.loss(trainable, batches[0], ids, config, "mask", torch.Generator().manual_seed(0))
+    total.backward()
+
+    block = trainable.model.decoder.self_conditioning
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in block.parameters())
+
+
+def test_loss_trains_the_shared_embeddings(trainable, batches, ids):
+    total, _ = objective.loss(trainable, batches[0], ids, CONFIG, "mask", torch.Generator().manual_seed(0))
+    total.backward()
+
+    embeddings = trainable.model.encoder.language_model.embed_tokens.weight
+    assert embeddings.grad is not None and embeddings.grad.abs().sum() > 0
