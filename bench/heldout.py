@@ -38,8 +38,8 @@ def evaluate(engine, cases) -> dict:
     for case in cases:
         request = InfillRequest(case.prefix, case.suffix, "python")
         started = time.perf_counter()
-        first = None
-        for draft in engine.complete(request):
+        first, draft = None, None
+        for draft in engine.complete(request):  # noqa: B007 (the last one is the final draft)
             first = first if first is not None else time.perf_counter() - started
         total = time.perf_counter() - started
         tokens = len(engine.loaded.tokenizer.encode(draft.text, add_special_tokens=False))

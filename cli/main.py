@@ -34,6 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     complete.add_argument("--mode", choices=MODES, default="auto")
     _model_options(complete)
 
+    serve = commands.add_parser("serve", help="run the language server on stdio (or --tcp)")
+    serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
+    serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
+    serve.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
+    serve.add_argument("--max-steps", type=int, help="denoising steps at most")
+    serve.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
+    serve.add_argument("--mode", choices=MODES, default="auto")
+    _model_options(serve)
+
     train = commands.add_parser("train", help="train the embedded model (resumable)")
     train.add_argument("--run-dir", type=Path, default=Path("runs/tiny"), help="checkpoints, logs, probes")
     train.add_argument("--export", type=Path, default=Path("engine/model"), help="save_pretrained directory")
@@ -65,6 +74,39 @@ def _complete(args: argparse.Namespace) -> int:
     return run(create_engine(loaded, settings), location, args.json)
 
 
+def _tcp_address(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not port.isdigit():
+        raise ValueError(f"--tcp expects [HOST:]PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import torch
+
+    from lsp.server import ServeOptions, create_server
+    from lsp.settings import ServerSettings
+    from lsp.telemetry import default_path
+
+    if not args.verbose:  # pygls logs every message body at INFO
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    try:
+        address = _tcp_address(args.tcp) if args.tcp else None
+    except ValueError as error:
+        print(f"diffusion-infill: {error}", file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
+                              max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
+                              entropy_bound=args.entropy_bound)
+    server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code))
+    if address is None:
+        server.start_io()
+    else:
+        server.start_tcp(*address)
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
     from engine.training.train import TrainConfig, Trainer
 
@@ -79,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
-    handlers = {"complete": _complete, "train": _train}
+    handlers = {"complete": _complete, "serve": _serve, "train": _train}
     return handlers[args.command](args)
 
 

@@ -113,9 +113,10 @@ class InfillEngine:
         processors = self._healing(context)
 
         text, step, entropy = "", 0, 0.0
+        denoise_settings = self.settings.denoise
         for _round_index in range(self.settings.repair_rounds + 1):
             last: Step | None = None
-            for last in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise,
+            for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
                 text = self._text(tokens, context, request.prefix)
@@ -129,6 +130,7 @@ class InfillEngine:
                 yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
                 return
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
+            denoise_settings = self.settings.repair_settings()
         text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
         self._previous = (request.prefix, text)
         yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)

@@ -69,7 +69,7 @@ def load(name: str | None = None, device: str | None = None, dtype: str | None =
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 candidate, dtype=pick_dtype(dtype, target), **options
             ).to(target)
-        except (OSError, ValueError, RuntimeError, KeyError) as error:
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError) as error:
             errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")
             continue
         model.eval()

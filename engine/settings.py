@@ -14,6 +14,7 @@ class EngineSettings:
     max_gap_tokens: int | None = None  # slots for the insertion; None: what the model was trained with
     mode: str = "auto"  # "single-line", "multi-line", or "auto": multi-line on an empty line
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
+    repair_steps: int = 6  # denoising steps of one repair round: only a few slots are re-noised
     denoise: DenoiseSettings = field(default_factory=DenoiseSettings)
 
     def multi_line(self, prefix: str) -> bool:
@@ -25,6 +26,9 @@ class EngineSettings:
     def shape(self, text: str, prefix: str) -> str:
         """The insertion cut to one line where only one is wanted."""
         return text if self.multi_line(prefix) else text.split("\n", 1)[0]
+
+    def repair_settings(self) -> DenoiseSettings:
+        return replace(self.denoise, max_steps=min(self.repair_steps, self.denoise.max_steps))
 
     def with_overrides(self, **values) -> EngineSettings:
         """Returns a copy with the given top-level or denoise fields replaced (None: keep)."""

@@ -28,8 +28,8 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 log = logging.getLogger(__name__)
 
-# Messages that may come before `initialize` or after `shutdown`.
-_ALWAYS_ALLOWED = frozenset({types.INITIALIZE, types.EXIT, types.CANCEL_REQUEST, types.SHUTDOWN})
+# Requests answered normally before `initialize` and after `shutdown`.
+_ALWAYS_ALLOWED = frozenset({types.INITIALIZE, types.EXIT})
 
 
 @attrs.define

@@ -81,7 +81,7 @@ def test_extended_cache_gives_the_same_logits_as_a_fresh_prefill(tiny_loaded, pr
 def test_diverging_prefix_crops_the_cache_to_the_shared_part(tiny_loaded, prefix_a):
     cache, tokenizer = PrefixCache(), tiny_loaded.tokenizer
     first, second = tokens(tokenizer, "    return width"), tokens(tokenizer, "    pass")
-    shared = next(n for n, (a, b) in enumerate(zip(first, second)) if a != b)
+    shared = next(n for n, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
     assert shared > 0
 
     cache.encode(tiny_loaded.model, prefix_a + first)

@@ -1,5 +1,7 @@
 """Specification of loading a checkpoint (engine.loading)."""
 
+import re
+
 import pytest
 import torch
 
@@ -22,7 +24,7 @@ def saved(tiny_loaded, tmp_path):
 def test_missing_directory_raises_model_load_error_naming_it(tmp_path):
     missing = tmp_path / "nonexistent" / "dir"
 
-    with pytest.raises(ModelLoadError, match=str(missing)):
+    with pytest.raises(ModelLoadError, match=re.escape(str(missing))):
         load(str(missing))
 
 
@@ -34,12 +36,20 @@ def test_missing_directory_says_it_does_not_exist(tmp_path):
 def test_corrupt_config_raises_model_load_error_naming_the_directory(saved):
     (saved / "config.json").write_text("{ this is not json")
 
-    with pytest.raises(ModelLoadError, match=str(saved)):
+    with pytest.raises(ModelLoadError, match=re.escape(str(saved))):
+        load(str(saved), device="cpu")
+
+
+def test_directory_with_a_tokenizer_but_no_config_raises_model_load_error_naming_it(saved):
+    # e.g. a training run directory: the tokenizer is there, the exported model is not
+    (saved / "config.json").unlink()
+
+    with pytest.raises(ModelLoadError, match=re.escape(str(saved))):
         load(str(saved), device="cpu")
 
 
 def test_empty_directory_raises_model_load_error_naming_it(tmp_path):
-    with pytest.raises(ModelLoadError, match=str(tmp_path)):
+    with pytest.raises(ModelLoadError, match=re.escape(str(tmp_path))):
         load(str(tmp_path), device="cpu")
 
 
@@ -66,9 +76,11 @@ def test_saved_checkpoint_loads_with_its_special_ids(saved, tiny_loaded):
 def test_saved_checkpoint_loads_the_same_weights(saved, tiny_loaded):
     loaded = load(str(saved), device="cpu")
 
-    for (name, original), (_, restored) in zip(tiny_loaded.model.state_dict().items(),
-                                               loaded.model.state_dict().items()):
-        torch.testing.assert_close(restored, original, msg=name)
+    original, restored = tiny_loaded.model.state_dict(), loaded.model.state_dict()
+
+    assert restored.keys() == original.keys()
+    for name, tensor in original.items():
+        torch.testing.assert_close(restored[name], tensor, msg=name)
 
 
 def test_saved_checkpoint_loads_the_same_tokenizer(saved, tiny_loaded):

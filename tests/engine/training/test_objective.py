@@ -48,7 +48,7 @@ def gap_runs(known_row):
 
 def rows(batches):
     for batch in batches:
-        yield from zip(batch.canvas, batch.known, batch.target)
+        yield from zip(batch.canvas, batch.known, batch.target, strict=True)
 
 
 # Streams
@@ -79,7 +79,7 @@ def test_canvas_batch_is_canvases_by_canvas_length(batches):
 def test_batches_are_reproducible_from_the_seed(streams, ids):
     first, second = make_batches(streams, ids, count=2), make_batches(streams, ids, count=2)
 
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         assert torch.equal(a.prefix, b.prefix)
         assert torch.equal(a.canvas, b.canvas)
         assert torch.equal(a.target, b.target)
@@ -139,7 +139,7 @@ def test_completion_canvases_are_one_full_gap_then_the_suffix_head(batches):
 def read_left_to_right(canvas, known, target, end):
     """Known tokens and gap insertions in canvas order: the text the canvas stands for."""
     return [int(token) if is_known else int(goal)
-            for token, is_known, goal in zip(canvas, known, target)
+            for token, is_known, goal in zip(canvas, known, target, strict=True)
             if is_known or goal not in (IGNORE, end)]
 
 

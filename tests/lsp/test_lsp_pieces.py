@@ -1,0 +1,80 @@
+"""The server's pure pieces: item placement, settings, warm-start continuation, telemetry."""
+
+import json
+
+from lsprotocol.types import Command, Position
+
+from engine.drafts import InfillRequest
+from lsp.items import auto_paired_closers, items, placement
+from lsp.positions import UTF16, Lines
+from lsp.runs import continuation
+from lsp.settings import ServerSettings, merge, section_of
+from lsp.telemetry import Telemetry, accept_command
+
+COMMAND = Command(title="t", command="c")
+
+
+def test_auto_paired_closers_are_covered_and_kept_at_the_end():
+    text = 'print(f"😀{x|")\nnext'
+    cursor = text.index("|")
+    text = text.replace("|", "")
+    assert auto_paired_closers(text, cursor) == '")'
+    where = placement(text, cursor)
+    assert (where.prefix, where.suffix, where.trail) == (text[:cursor], text[cursor:], '")')
+    [item] = items(["!r}"], where, Lines(text), UTF16, COMMAND)
+    assert item.insert_text == '!r}")'
+    assert (item.range.start, item.range.end) == (Position(0, 12), Position(0, 14))  # emoji: 2 units
+
+
+def test_closers_followed_by_code_are_not_an_auto_pair():
+    assert auto_paired_closers("f(x) + g(y)", 3) == ""
+    assert auto_paired_closers("f(x)\r\n", 3) == ")"
+    assert auto_paired_closers("f(x", 3) == ""
+
+
+def test_selected_completion_entry_is_extended_and_replaced():
+    text = "import os\nos.pa\n"
+    cursor = text.index("pa") + 2
+    where = placement(text, cursor, (cursor - 2, cursor, "path"))
+    assert where.prefix == "import os\nos.path" and where.suffix == "\n"
+    [item] = items([".join("], where, Lines(text), UTF16, COMMAND)
+    assert item.insert_text == "path.join("
+    assert (item.range.start, item.range.end) == (Position(1, 3), Position(1, 5))
+
+
+def test_items_drop_empty_and_repeated_completions():
+    where = placement("x = ", 4)
+    result = items(["", "1", "2", "1"], where, Lines("x = "), UTF16, COMMAND)
+    assert [item.insert_text for item in result] == ["1", "2"]
+    assert all(item.range.start == item.range.end == Position(0, 4) for item in result)
+
+
+def test_settings_merge_keeps_good_values_and_reports_bad_ones():
+    section = section_of({"diffusionInfill": {"maxSteps": 8, "mode": "sideways", "entropyBound": -1,
+                                              "enabledLanguages": ["python"], "colour": "red"}})
+    settings, problems = merge(ServerSettings(), section)
+    assert settings.max_steps == 8 and settings.enabled_languages == ("python",)
+    assert settings.mode == "auto" and settings.entropy_bound is None
+    assert len(problems) == 3 and any("colour" in p for p in problems) and any("sideways" in p for p in problems)
+    assert settings.engine_settings().denoise.max_steps == 8
+    assert settings.enabled_for("python") and not settings.enabled_for("markdown")
+
+
+def test_continuation_warm_starts_only_when_the_user_typed_the_completion():
+    before = InfillRequest("x = fo", "\n")
+    assert continuation((before, "o(bar)"), InfillRequest("x = foo(", "\n")) == "bar)"
+    assert continuation((before, "o(bar)"), InfillRequest("x = fox", "\n")) is None
+    assert continuation((before, "o(bar)"), InfillRequest("x = foo(", ")\n")) is None
+    assert continuation((before, "o("), InfillRequest("x = foo(", "\n")) is None
+
+
+def test_telemetry_keeps_counts_only(tmp_path):
+    path = tmp_path / "state" / "acceptance.json"
+    telemetry = Telemetry(path)
+    telemetry.offered("automatic", 1)
+    telemetry.offered("invoked", 0)  # nothing offered: not a request that could be accepted
+    telemetry.accepted("automatic")
+    saved = json.loads(path.read_text())
+    assert (saved["requests"], saved["items"], saved["accepted"]) == (1, 1, 1)
+    assert Telemetry(path).counts.accepted == 1  # survives a restart
+    assert accept_command("invoked").arguments == ["invoked"]

@@ -1,0 +1,67 @@
+"""Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK."""
+
+import pytest
+from lsprotocol.types import Position, Range, TextDocumentContentChangePartial, TextDocumentContentChangeWholeDocument
+
+from lsp.documents import Documents, UnknownDocument
+from lsp.positions import UTF8, UTF16, UTF32, Lines, PositionError
+
+# "😀" is 1 code point, 2 UTF-16 units, 4 UTF-8 bytes; "中" is 1, 1, 3.
+TEXT = "a😀中b\r\nsecond\x0cline\u2028same\nlast"
+
+
+def test_lines_break_only_at_lsp_line_ends():
+    lines = Lines(TEXT)
+    assert len(lines) == 3
+    assert lines.line(0) == "a😀中b"
+    assert lines.line(1) == "second\x0cline\u2028same"  # form feed and U+2028 are not line ends in LSP
+    assert lines.line(2) == "last"
+
+
+@pytest.mark.parametrize(("encoding", "column"), [(UTF16, 4), (UTF8, 8), (UTF32, 3)])
+def test_offset_after_emoji_and_cjk(encoding, column):
+    # the offset just before "b": a + emoji + CJK
+    assert Lines(TEXT).offset(Position(0, column), encoding) == 3
+    assert Lines(TEXT).position(3, encoding) == Position(0, column)
+
+
+@pytest.mark.parametrize(("encoding", "inside"), [(UTF16, 2), (UTF8, 2), (UTF8, 6)])
+def test_position_inside_a_character_is_an_error(encoding, inside):
+    with pytest.raises(PositionError):
+        Lines(TEXT).offset(Position(0, inside), encoding)
+
+
+def test_character_past_line_end_means_line_end_and_line_past_end_is_an_error():
+    lines = Lines(TEXT)
+    assert lines.offset(Position(0, 99), UTF16) == len("a😀中b")
+    with pytest.raises(PositionError):
+        lines.offset(Position(3, 0), UTF16)
+    assert lines.offset(Position(3, 0), UTF16, clamp_line=True) == len(TEXT)
+
+
+def test_round_trip_every_offset():
+    lines = Lines(TEXT)
+    for encoding in (UTF8, UTF16, UTF32):
+        for offset in range(len(TEXT) + 1):
+            if TEXT[offset - 1 : offset + 1] == "\r\n":
+                continue  # between \r and \n is no position
+            assert lines.offset(lines.position(offset, encoding), encoding) == offset
+
+
+def test_incremental_changes_apply_in_order():
+    documents = Documents()
+    documents.open("file:///a.py", "python", 1, "x = '😀'\nprint(x)\n")
+    after_emoji = Position(0, 7)  # x, space, =, space, quote, emoji (2 units)
+    documents.change("file:///a.py", 2, [
+        TextDocumentContentChangePartial(range=Range(after_emoji, after_emoji), text="中文"),
+        TextDocumentContentChangePartial(range=Range(Position(1, 6), Position(1, 7)), text="x, '😀'"),
+    ], UTF16)
+    document = documents.get("file:///a.py")
+    assert (document.version, document.text) == (2, "x = '😀中文'\nprint(x, '😀')\n")
+    documents.change("file:///a.py", 3, [TextDocumentContentChangeWholeDocument(text="new")], UTF16)
+    assert documents.get("file:///a.py").text == "new"
+
+
+def test_unknown_document():
+    with pytest.raises(UnknownDocument, match="not open"):
+        Documents().get("file:///nowhere.py")

@@ -1,0 +1,258 @@
+"""End to end through the real server process on the embedded model (utf-16 positions).
+
+The embedded model is young, so nothing here asserts what it writes: only that answers
+come, drafts stream before them and end where they end, stale work is dropped, and no
+accepted item ever breaks the file's closure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from lsp_client import Editor, apply, capabilities, send_raw, serve_command, start, stop
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from engine import closure
+from lsp.telemetry import ACCEPT_COMMAND
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+OPTIONS = {"diffusionInfill": {"maxSteps": 6, "invokedItems": 2}}  # few steps: the tests wait on many runs
+INVALID_PARAMS, REQUEST_CANCELLED = -32602, -32800
+
+
+@pytest.fixture(scope="module")
+async def session(model_dir, tmp_path_factory):
+    telemetry = tmp_path_factory.mktemp("telemetry") / "acceptance.json"
+    client, result = await start(serve_command(model_dir, telemetry), capabilities(["utf-16"]), OPTIONS)
+    client.telemetry_path, client.initialize_result = telemetry, result
+    yield client
+    await stop(client)
+
+
+@pytest.fixture
+def editor(session) -> Editor:
+    return Editor(session)
+
+
+def final_of(session, uri: str, version: int, position: types.Position):
+    finals = [d for d in session.drafts.of(uri, version, position) if d.final]
+    assert len(finals) == 1, f"expected one final draft, got {finals}"
+    return finals[0]
+
+
+def insertion(item: types.InlineCompletionItem, text: str, cursor_offset: int) -> str:
+    """What accepting `item` inserts at the cursor (the covered closers are put back as they were)."""
+    after = apply(text, item)
+    assert after.startswith(text[:cursor_offset]) and after.endswith(text[cursor_offset:]), "item rewrote the context"
+    return after[cursor_offset : len(after) - len(text) + cursor_offset]
+
+
+async def test_initialize_advertises_inline_completion_and_loads_in_background(session):
+    capabilities = session.initialize_result.capabilities
+    assert capabilities.inline_completion_provider is not None
+    assert capabilities.position_encoding == types.PositionEncodingKind.Utf16
+    assert ACCEPT_COMMAND in capabilities.execute_command_provider.commands
+    assert capabilities.text_document_sync.change == types.TextDocumentSyncKind.Incremental
+    editor = Editor(session)
+    uri = editor.open("x = 1\n")
+    await editor.request(uri, types.Position(1, 0))  # answered once the model is loaded
+    [reports] = session.progress_reports.values()
+    assert [report.kind for report in reports] == ["begin", "end"]
+    assert "ready" in reports[-1].message
+
+
+async def test_drafts_arrive_before_the_answer_and_converge_to_it(session, editor):
+    text = "def area(width, height):\n    return \n"
+    uri = editor.open(text)
+    position = editor.end_of(uri, "return ")
+    answer = await editor.request(uri, position)
+    drafts = session.drafts.of(uri, 1, position)
+    assert drafts, "no draft before the answer"
+    assert [d.step for d in drafts] == sorted(d.step for d in drafts)
+    assert [d.final for d in drafts] == [False] * (len(drafts) - 1) + [True]
+    final = drafts[-1]
+    if final.text:
+        [item] = answer
+        assert insertion(item, text, text.index("return ") + len("return ")) == final.text
+        assert item.command.command == ACCEPT_COMMAND and item.command.arguments == ["automatic"]
+        assert item.range.start == position
+    else:
+        assert answer == []
+
+
+async def test_invoked_offers_distinct_items_for_cycling(session, editor):
+    text = "import os\n\npath = os.path.join(\n"
+    uri = editor.open(text)
+    position = editor.end_of(uri, "join(")
+    answer = await editor.request(uri, position, invoked=True)
+    assert len(answer) <= OPTIONS["diffusionInfill"]["invokedItems"]
+    inserted = [insertion(item, text, text.index("join(") + 5) for item in answer]
+    assert len(set(inserted)) == len(inserted) and all(inserted)
+    assert all(item.command.arguments == ["invoked"] for item in answer)
+    final = final_of(session, uri, 1, position)
+    assert (final.text == inserted[0]) if answer else final.text == ""
+
+
+CLOSURE_CASES = {
+    "unclosed call": ("python", ".py", "result = compute(1, ", "\n"),
+    "string": ("python", ".py", "greeting = 'hello, ", "\nprint(greeting)\n"),
+    "dict": ("python", ".py", "config = {'name': 'x', ", "\n"),
+    "json object": ("json", ".json", '{\n  "name": "demo",\n  "version": ', "\n}\n"),
+    "markdown fence": ("markdown", ".md", "# Notes\n\n```python\nfor i in range(3):\n    ", "\n```\n\nMore text.\n"),
+    "auto-paired bracket": ("python", ".py", "values = [len(x) for x in items", ")]\n"),
+}
+
+
+@pytest.mark.parametrize("case", CLOSURE_CASES)
+async def test_no_item_breaks_closure(session, editor, case):
+    language, suffix_name, before, after = CLOSURE_CASES[case]
+    text = before + after
+    uri = editor.open(text, language, suffix_name)
+    position = editor.end_of(uri, before)
+    answer = await editor.request(uri, position, invoked=True)
+    for item in answer:
+        inserted = insertion(item, text, len(before))
+        assert closure.check(before, inserted, after, language).valid, f"{case}: {inserted!r} breaks closure"
+        closers = after.split("\n", 1)[0]
+        if closers and set(closers) <= set(")]}\"'`>"):
+            # The auto-paired closers are covered and written back once: never duplicated.
+            assert item.range.end == editor.end_of(uri, before + closers)
+            assert item.insert_text.endswith(closers)
+    final = final_of(session, uri, 1, position)
+    assert closure.check(before, final.text, after, language).valid
+
+
+async def test_selected_completion_entry_is_extended(session, editor):
+    text = "import os\nos.pa\n"
+    uri = editor.open(text)
+    start, end = types.Position(1, 3), types.Position(1, 5)
+    selected = types.SelectedCompletionInfo(range=types.Range(start, end), text="path")
+    answer = await editor.request(uri, end, selected=selected)
+    for item in answer:
+        assert item.insert_text.startswith("path") and item.range == types.Range(start, end)
+
+
+async def test_burst_of_typing_computes_only_the_latest_request(session, editor):
+    uri = editor.open("total = 0\nfor n in range(10):\n    total += \n")
+    requests, positions = [], []
+    for column, typed in enumerate("n * 2", start=13):  # every keystroke: an edit, then an automatic request
+        editor.insert(uri, types.Position(2, column), typed)
+        positions.append(types.Position(2, column + 1))
+        requests.append(editor.request(uri, positions[-1]))
+    answers = await asyncio.gather(*requests)
+    assert all(answer == [] for answer in answers[:-1]), "a superseded request got items"
+    latest = editor.versions[uri]
+    final_of(session, uri, latest, positions[-1])  # the latest one ran to the end
+    for version in range(3, latest):  # queued behind the first: never started, so never drafted
+        assert not session.drafts.of(uri, version), f"version {version} was computed"
+
+
+async def test_an_edit_answers_the_running_request_empty(session, editor):
+    text = "name = input()\nprint(\n"
+    uri = editor.open(text)
+    pending = editor.request(uri, editor.end_of(uri, "print("))
+    editor.insert(uri, types.Position(2, 0), "# edited\n")
+    assert await pending == []
+
+
+async def test_cancel_request_stops_the_run(session, editor):
+    first, second = editor.open("a = [1, 2, \n"), editor.open("b = {'k': \n")
+    running = editor.request(first, types.Position(0, 11))
+    cancelled = editor.request(second, types.Position(0, 10), msg_id="to-cancel")
+    session.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="to-cancel"))
+    with pytest.raises(JsonRpcException) as error:
+        await cancelled
+    assert error.value.code == REQUEST_CANCELLED
+    await running
+    await editor.request(first, types.Position(1, 0))  # the worker has moved on: anything of the cancelled run is sent
+    assert not [d for d in session.drafts.of(second, 1) if d.final]
+
+
+async def test_re_request_joins_the_live_run(session, editor):
+    text = "class Point:\n    def __init__(self, x, y):\n        self.\n"
+    uri = editor.open(text)
+    position = editor.end_of(uri, "y):\n        self.")
+    first, again = await asyncio.gather(editor.request(uri, position), editor.request(uri, position))
+    assert first == again
+    drafts = session.drafts.of(uri, 1, position)
+    assert [d.step for d in drafts] == sorted(d.step for d in drafts), "a second run restarted the steps"
+    assert sum(d.final for d in drafts) == 1
+    assert await editor.request(uri, position) == first  # finished: the kept result, no new run
+    assert session.drafts.of(uri, 1, position) == drafts
+
+
+async def test_two_documents_at_once(session, editor):
+    python = editor.open("import math\nradius = math.\n")
+    data = editor.open('{"items": [1, 2, 3], "count": \n}\n', "json", ".json")
+    at_python, at_data = editor.end_of(python, "radius = math."), editor.end_of(data, '"count": ')
+    await asyncio.gather(editor.request(python, at_python), editor.request(data, at_data))
+    final_of(session, python, 1, at_python)
+    final_of(session, data, 1, at_data)
+
+
+async def test_utf16_positions_on_emoji_and_cjk(session, editor):
+    text = "label = '😀 中文 ' + \n"
+    uri = editor.open(text)
+    editor.insert(uri, types.Position(0, 11), "🎉漢")  # right after "😀": 9 + 2 units
+    assert editor.texts[uri] == "label = '😀🎉漢 中文 ' + \n"
+    inside_party = types.Position(0, 12)  # between the two units of 🎉: only wrong in utf-16
+    with pytest.raises(JsonRpcException) as error:
+        await editor.request(uri, inside_party)
+    assert error.value.code == INVALID_PARAMS
+    end = editor.end_of(uri, "' + ")
+    assert end.character == 22 == len("label = '😀🎉漢 中文 ' + ".encode("utf-16-le")) // 2
+    answer = await editor.request(uri, end)
+    assert all(item.range.start == end for item in answer)
+    assert final_of(session, uri, 2, end).position == types.Position(0, 22)
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("wrong types", {"textDocument": {"uri": 7}, "position": {"line": "x", "character": 0},
+                     "context": {"triggerKind": 1}}),
+    ("missing context", {"textDocument": {"uri": "file:///work/open.py"}, "position": {"line": 0, "character": 0}}),
+    ("negative line", {"textDocument": {"uri": "file:///work/open.py"}, "position": {"line": -1, "character": 0},
+                       "context": {"triggerKind": 2}}),
+    ("line out of range", {"textDocument": {"uri": "file:///work/open.py"},
+                           "position": {"line": 999, "character": 0}, "context": {"triggerKind": 2}}),
+    ("unknown document", {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0},
+                          "context": {"triggerKind": 2}}),
+])
+async def test_malformed_requests_get_an_error_and_the_server_keeps_serving(session, editor, name, params):
+    uri = editor.open("x = 1\n")
+    params = json.loads(json.dumps(params).replace("file:///work/open.py", uri))
+    with pytest.raises(JsonRpcException) as error:
+        await send_raw(session, types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=f"malformed {name}")
+    assert error.value.code == INVALID_PARAMS
+    assert isinstance(await editor.request(uri, types.Position(1, 0)), list)
+
+
+async def test_settings_change_languages_and_bad_values(session, editor):
+    uri = editor.open("answer = \n")
+    position = types.Position(0, 9)
+    shown = session.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # waiting before it can come
+    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"diffusionInfill": {"enabledLanguages": ["markdown"], "maxSteps": "many"}}))
+    message = await asyncio.wrap_future(shown)
+    assert "maxSteps" in message.message and message.type == types.MessageType.Warning
+    assert await editor.request(uri, position, invoked=True) == []
+    assert not session.drafts.of(uri, 1), "a disabled language was computed"
+    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=OPTIONS))
+    await editor.request(uri, position, invoked=True)
+    final_of(session, uri, 1, position)
+
+
+async def test_accepting_an_item_is_counted_locally(session):
+    before = json.loads(session.telemetry_path.read_text())["accepted"] if session.telemetry_path.exists() else 0
+    await session.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["automatic"]))
+    counts = json.loads(session.telemetry_path.read_text())
+    assert counts["accepted"] == before + 1
+    assert counts["by_trigger"]["automatic"]["accepted"] >= 1
+    assert set(counts) == {"requests", "items", "accepted", "by_trigger"}  # counts only
+    with pytest.raises(JsonRpcException):
+        await session.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["file contents"]))
