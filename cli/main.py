@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--max-minutes", type=float, help="stop after this wall time")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
+    train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     return parser
 
 
@@ -88,8 +89,9 @@ def _serve(args: argparse.Namespace) -> int:
     from lsp.settings import ServerSettings
     from lsp.telemetry import default_path
 
-    if not args.verbose:  # pygls logs every message body at INFO
+    if not args.verbose:  # pygls logs every message body at INFO; keep only its start-up lines
         logging.getLogger("pygls").setLevel(logging.WARNING)
+        logging.getLogger("pygls.server").setLevel(logging.INFO)
     try:
         address = _tcp_address(args.tcp) if args.tcp else None
     except ValueError as error:
@@ -108,8 +110,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    import torch
+
     from engine.training.train import TrainConfig, Trainer
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     trainer = Trainer(TrainConfig(seed=args.seed, noise=args.noise), args.run_dir, args.export, args.init_from)
     trainer.train(args.max_steps, args.max_minutes)
     return 0

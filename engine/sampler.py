@@ -119,7 +119,8 @@ def denoise(
     """Denoises the gap slots of `canvas` (or of `batch`, rows laid out like it), one Step a pass.
 
     `start` warm-starts the gap slots (e.g. from the previous draft); the cache holds the
-    encoded prefix and is only read. Stops at `max_steps`, at early stopping, or as soon as
+    encoded prefix, one row per canvas row (`Cache.batch_repeat_interleave` on a copy for a
+    batch), and is only read. Stops at `max_steps`, at early stopping, or as soon as
     `cancelled()` is true between two steps.
     """
     device = model.device

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 
 from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
 
+from engine import tokens
+
 
 @dataclass(frozen=True)
 class TinyArchitecture:
@@ -26,6 +28,13 @@ class TinyArchitecture:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def config_token_ids(tokenizer) -> dict[str, int]:
+    """The token ids `tiny_config` needs, from a tokenizer trained with engine.tokens."""
+    names = {"pad": tokens.PAD, "eos": tokens.EOS, "bos": tokens.BOS, "image": tokens.IMAGE,
+             "boi": tokens.BOI, "eoi": tokens.EOI}
+    return {key: tokenizer.convert_tokens_to_ids(token) for key, token in names.items()}
 
 
 def tiny_config(arch: TinyArchitecture, special: dict[str, int], canvas_length: int) -> DiffusionGemmaConfig:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from engine import closure
@@ -97,8 +97,10 @@ class InfillServer(LanguageServer):
             self.runs.clear()
 
     def report_server_error(self, error: Exception, source) -> None:
-        # Errors outside a request (a bad notification) are logged, not shown: the user cannot act on them.
-        log.error("%s: %s", getattr(source, "__name__", source), error)
+        # A failed request was answered with its error; errors outside a request (a bad
+        # notification) are logged, not shown: the user cannot act on them.
+        if source is not FeatureRequestError:
+            log.error("%s: %s", getattr(source, "__name__", source), error)
 
 
 def _invalid(error: Exception) -> JsonRpcInvalidParams:

@@ -13,11 +13,10 @@ import torch
 
 from engine.canvas import CanvasSpec
 from engine.loading import LoadedModel
-from engine.tiny import TinyArchitecture, tiny_config, tiny_model
+from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
 from engine.training.corpus import Document, stdlib_files
 from engine.training.tokenizer import train_tokenizer
-from engine.training.train import _special_ids
 
 TOKENIZER_DOCUMENTS = 20
 VOCAB_SIZE = 512
@@ -57,7 +56,7 @@ def tiny_loaded(tiny_tokenizer) -> LoadedModel:
         num_key_value_heads=1,
         moe_intermediate_size=16,
     )
-    config = tiny_config(architecture, _special_ids(tiny_tokenizer), canvas_length=CANVAS_LENGTH)
+    config = tiny_config(architecture, config_token_ids(tiny_tokenizer), canvas_length=CANVAS_LENGTH)
     torch.manual_seed(0)
     model = tiny_model(config)
     model.eval()

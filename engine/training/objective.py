@@ -32,7 +32,7 @@ class ObjectiveConfig:
     gap_slots: int = 24
     suffix_head: int = 8
     prefixes: int = 12  # B: prefixes encoded per batch
-    canvases_per_prefix: int = 2  # K
+    canvases_per_prefix: int = 4  # K
     repair_fraction: float = 0.25  # multi-gap canvases
     line_fraction: float = 0.4  # single-gap insertions that run to the end of the line
     empty_fraction: float = 0.02  # single-gap canvases whose insertion is empty
@@ -155,7 +155,7 @@ def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generato
     if noise == "mask":
         fill = torch.full_like(batch.canvas, ids.mask)
     else:
-        fill = torch.randint(8, vocab, batch.canvas.shape, generator=generator)
+        fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator)  # as EntropyBoundSampler
     return torch.where(replace, fill, batch.canvas), noised, t
 
 

@@ -16,13 +16,12 @@ import numpy as np
 import torch
 from transformers import DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast
 
-from engine import tokens as special
 from engine.canvas import CanvasSpec
 from engine.infill import InfillEngine, InfillRequest
 from engine.loading import LoadedModel
 from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
-from engine.tiny import TinyArchitecture, tiny_config, tiny_model
+from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
 from engine.training import corpus, objective
 from engine.training.probes import held_out_line_cases
@@ -47,12 +46,6 @@ class TrainConfig:
     probes: int = 12
     architecture: TinyArchitecture = field(default_factory=TinyArchitecture)
     objective: objective.ObjectiveConfig = field(default_factory=objective.ObjectiveConfig)
-
-
-def _special_ids(tokenizer) -> dict[str, int]:
-    names = {"pad": special.PAD, "eos": special.EOS, "bos": special.BOS, "image": special.IMAGE,
-             "boi": special.BOI, "eoi": special.EOI}
-    return {key: tokenizer.convert_tokens_to_ids(token) for key, token in names.items()}
 
 
 def _tokenize(documents: list[corpus.Document], tokenizer) -> dict[str, list[list[int]]]:
@@ -84,7 +77,8 @@ class Trainer:
         self.batches = objective.BatchMaker(streams, self.ids, config.objective, np.random.default_rng(config.seed))
         self.generator = torch.Generator().manual_seed(config.seed)
 
-        model_config = tiny_config(config.architecture, _special_ids(self.tokenizer), config.objective.canvas_length)
+        token_ids = config_token_ids(self.tokenizer)
+        model_config = tiny_config(config.architecture, token_ids, config.objective.canvas_length)
         self.model = (tiny_model(model_config) if init_from is None
                       else DiffusionGemmaForBlockDiffusion.from_pretrained(init_from, dtype=torch.float32))
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,11 +11,14 @@ import pytest
 from engine.loading import EMBEDDED_MODEL, ModelLoadError, load
 
 COPY_ATTEMPTS = 3
+MODEL_VARIABLE = "DIFFUSION_INFILL_TEST_MODEL"  # another checkpoint directory to run the server tests on
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
     """The embedded model, copied once: training rewrites engine/model while tests run."""
+    if os.environ.get(MODEL_VARIABLE):
+        return Path(os.environ[MODEL_VARIABLE])
     if not (EMBEDDED_MODEL / "config.json").exists():
         pytest.skip("no embedded model in engine/model yet")
     for attempt in range(COPY_ATTEMPTS):

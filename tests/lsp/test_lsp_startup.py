@@ -1,0 +1,74 @@
+"""Start-up paths: a model that cannot load (reported, and the server keeps answering) and
+the TCP transport."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from lsp_client import Editor, capabilities, recording_client, serve_command, stop
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+
+@pytest.mark.asyncio
+async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path):
+    missing = tmp_path / "no-such-model"
+    client = recording_client()
+    await client.start_io(*serve_command(missing, tmp_path / "t.json"))
+    shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
+    try:
+        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"])))
+        message = await asyncio.wrap_future(shown)
+        assert message.type == types.MessageType.Error
+        assert str(missing) in message.message and "no such directory" in message.message  # what was tried
+        editor = Editor(client)
+        uri = editor.open("x = \n")
+        assert await editor.request(uri, types.Position(0, 4)) == []
+        assert await editor.request(uri, types.Position(0, 4), invoked=True) == []
+        with pytest.raises(JsonRpcException):
+            await editor.request(uri, types.Position(9, 0))
+        [reports] = client.progress_reports.values()
+        assert reports[-1].kind == "end" and "failed" in reports[-1].message
+    finally:
+        await stop(client)
+
+
+@pytest.mark.asyncio
+async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
+    command = serve_command(model_dir, tmp_path / "t.json", "--tcp", "0")  # port 0: the system picks one
+    process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.DEVNULL,
+                                                   stderr=asyncio.subprocess.PIPE)
+    try:
+        serving = None
+        while serving is None:  # the server says where it listens once the socket is bound
+            line = (await process.stderr.readline()).decode()
+            assert line, "the server exited before listening"
+            serving = re.search(r"Serving on \('([\d.]+)', (\d+)\)", line)
+        host, port = serving.group(1), int(serving.group(2))
+        assert host == "127.0.0.1"
+        client = recording_client()
+        await client.start_tcp(host, port)
+        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
+                                                               initialization_options={"maxSteps": 2}))
+        editor = Editor(client)
+        uri = editor.open("x = \n")
+        assert isinstance(await editor.request(uri, types.Position(0, 4)), list)
+        assert [d for d in client.drafts.of(uri, 1) if d.final]
+        await client.shutdown_session()
+        await client.stop()
+        assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def test_tcp_address_parsing():
+    from cli.main import _tcp_address
+
+    assert _tcp_address("8765") == ("127.0.0.1", 8765)
+    assert _tcp_address("0.0.0.0:8765") == ("0.0.0.0", 8765)
+    with pytest.raises(ValueError):
+        _tcp_address("localhost")
