@@ -15,6 +15,7 @@ import json
 import resource
 import statistics
 import time
+from dataclasses import asdict
 
 import torch
 
@@ -76,11 +77,16 @@ def main() -> None:
     parser.add_argument("--model")
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    for name in ("max-steps", "entropy-bound", "t-min", "t-max", "confidence-threshold"):
+        parser.add_argument(f"--{name}", type=float)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     loaded = load(args.model)
-    engine = create_engine(loaded, EngineSettings(mode="single-line"))
-    result = {"model": loaded.source, "torch_threads": torch.get_num_threads(),
+    settings = EngineSettings(mode="single-line").with_overrides(
+        max_steps=int(args.max_steps) if args.max_steps else None, entropy_bound=args.entropy_bound,
+        t_min=args.t_min, t_max=args.t_max, confidence_threshold=args.confidence_threshold)
+    engine = create_engine(loaded, settings)
+    result = {"model": loaded.source, "torch_threads": torch.get_num_threads(), "settings": asdict(settings),
               **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED))}
     print(json.dumps(result))
 

@@ -44,7 +44,7 @@ class Step:
     argmax: torch.LongTensor  # (batch, canvas) the draft: best token per slot
     current: torch.LongTensor  # (batch, canvas) accepted tokens, the rest re-noised
     logits: torch.Tensor  # (batch, canvas, vocab) processed logits, next self-conditioning
-    mean_entropy: torch.Tensor  # (batch,)
+    mean_entropy: torch.Tensor  # (batch,) over the live slots: gap slots up to their END
     finished: torch.BoolTensor  # (batch,) stopped early by the stopping criteria
 
 
@@ -169,8 +169,12 @@ def denoise(
         current = torch.where(known, known_tokens, current)
         current = torch.where(_past_end(current, gap_mask, gap_ids, ids.end), noise_canvas, current)
 
+        # The criteria average entropy over the whole canvas, where pinned slots count as zero:
+        # scale the threshold so that it applies to the mean over the live gap slots alone.
+        live = (~(known | unused)).sum(dim=-1).clamp(min=1)
+        stopping.confidence_threshold = settings.confidence_threshold * live / length
         finished = stopping(argmax, logits)
-        entropy = torch.distributions.Categorical(logits=logits).entropy().mean(dim=-1)
+        entropy = torch.distributions.Categorical(logits=logits).entropy().sum(dim=-1) / live
         self_conditioning = logits.to(model.dtype)
         yield Step(done, argmax, current, logits, entropy, finished)
         if finished.all():

@@ -106,10 +106,11 @@ class EngineWorker:
         start_text = job.start_text if first else None
         try:
             return self._run(job, first, start_text)
-        except Exception:
+        except Exception as error:
             # An engine keeps state between calls (the prefix KV cache); a fresh one from the
             # same weights recovers from a bad state instead of failing every later request.
-            log.exception("completion failed; retrying once with a fresh engine")
+            log.warning("completion failed (%s: %s); retrying once with a fresh engine", type(error).__name__, error)
+            log.debug("the failure", exc_info=True)
             self._engine = create_engine(self._loaded, self._settings)
             return self._run(job, first, start_text)
 

@@ -16,12 +16,14 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from engine import closure
+from engine.training.probes import held_out_line_cases
 from lsp.telemetry import ACCEPT_COMMAND
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 OPTIONS = {"diffusionInfill": {"maxSteps": 6, "invokedItems": 2}}  # few steps: the tests wait on many runs
 INVALID_PARAMS, REQUEST_CANCELLED = -32602, -32800
+ITEM_CASES, ITEM_SEED = 8, 7
 
 
 @pytest.fixture(scope="module")
@@ -65,23 +67,39 @@ async def test_initialize_advertises_inline_completion_and_loads_in_background(s
     assert "ready" in reports[-1].message
 
 
+async def test_items_are_returned_on_held_out_code(session, editor):
+    """Mid-line cursors in stdlib files the model never saw: some of them get an item."""
+    answered = 0
+    for case in held_out_line_cases(ITEM_CASES, seed=ITEM_SEED):
+        uri = editor.open(case.prefix + case.suffix)
+        position = editor.end_of(uri, case.prefix)
+        answer = await editor.request(uri, position, invoked=True)
+        for item in answer:
+            inserted = insertion(item, case.prefix + case.suffix, len(case.prefix))
+            assert inserted and closure.check(case.prefix, inserted, case.suffix, "python").valid
+            assert item.range.start == position and item.command.command == ACCEPT_COMMAND
+        answered += bool(answer)
+    assert answered, f"none of {ITEM_CASES} held-out cursors got an item"
+
+
 async def test_drafts_arrive_before_the_answer_and_converge_to_it(session, editor):
-    text = "def area(width, height):\n    return \n"
-    uri = editor.open(text)
-    position = editor.end_of(uri, "return ")
-    answer = await editor.request(uri, position)
-    drafts = session.drafts.of(uri, 1, position)
-    assert drafts, "no draft before the answer"
-    assert [d.step for d in drafts] == sorted(d.step for d in drafts)
-    assert [d.final for d in drafts] == [False] * (len(drafts) - 1) + [True]
-    final = drafts[-1]
-    if final.text:
-        [item] = answer
-        assert insertion(item, text, text.index("return ") + len("return ")) == final.text
-        assert item.command.command == ACCEPT_COMMAND and list(item.command.arguments) == ["automatic"]
-        assert item.range.start == position
-    else:
-        assert answer == []
+    for case in held_out_line_cases(ITEM_CASES, seed=ITEM_SEED):
+        text = case.prefix + case.suffix
+        uri = editor.open(text)
+        position = editor.end_of(uri, case.prefix)
+        answer = await editor.request(uri, position)
+        drafts = session.drafts.of(uri, 1, position)
+        assert drafts, "no draft before the answer"
+        assert [d.step for d in drafts] == sorted(d.step for d in drafts)
+        assert [d.final for d in drafts] == [False] * (len(drafts) - 1) + [True]
+        steps = drafts[:-1]
+        assert all(a.text != b.text for a, b in zip(steps, steps[1:], strict=False)), "an unchanged draft was resent"
+        if drafts[-1].text:
+            [item] = answer
+            assert insertion(item, text, len(case.prefix)) == drafts[-1].text
+            assert list(item.command.arguments) == ["automatic"]
+        else:
+            assert answer == []
 
 
 async def test_invoked_offers_distinct_items_for_cycling(session, editor):
@@ -159,17 +177,21 @@ async def test_an_edit_answers_the_running_request_empty(session, editor):
     assert await pending == []
 
 
-async def test_cancel_request_stops_the_run(session, editor):
+async def test_cancel_request_stops_running_and_queued_runs(session, editor):
     first, second = editor.open("a = [1, 2, \n"), editor.open("b = {'k': \n")
-    running = editor.request(first, types.Position(0, 11))
-    cancelled = editor.request(second, types.Position(0, 10), msg_id="to-cancel")
-    session.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="to-cancel"))
-    with pytest.raises(JsonRpcException) as error:
-        await cancelled
-    assert error.value.code == REQUEST_CANCELLED
-    await running
-    await editor.request(first, types.Position(1, 0))  # the worker has moved on: anything of the cancelled run is sent
-    assert not [d for d in session.drafts.of(second, 1) if d.final]
+    running = editor.request(first, types.Position(0, 11), msg_id="running")  # the worker is idle: it starts
+    queued = editor.request(second, types.Position(0, 10), msg_id="queued")  # waits behind it
+    for msg_id in ("running", "queued"):
+        session.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    for cancelled in (running, queued):
+        with pytest.raises(JsonRpcException) as error:
+            await cancelled
+        assert error.value.code == REQUEST_CANCELLED
+    after = editor.request(first, types.Position(1, 0))  # runs once the worker has left the cancelled ones
+    await after
+    final_of(session, first, 1, types.Position(1, 0))
+    assert len(session.drafts.of(first, 1, types.Position(0, 11))) <= 1, "the run went on after the cancel"
+    assert not session.drafts.of(second, 1), "a cancelled queued run was computed"
 
 
 async def test_re_request_joins_the_live_run(session, editor):
