@@ -1,5 +1,5 @@
-"""Start-up paths: a model that cannot load (reported, and the server keeps answering) and
-the TCP transport."""
+"""Start-up and shut-down paths: requests before initialize and after shutdown, a model that
+cannot load (reported, and the server keeps answering), and the TCP transport."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import asyncio
 import re
 
 import pytest
-from lsp_client import Editor, capabilities, recording_client, serve_command, stop
+from lsp_client import Editor, capabilities, recording_client, send_raw, serve_command
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+
+SERVER_NOT_INITIALIZED, INVALID_REQUEST = -32002, -32600
 
 
 @pytest.mark.asyncio
@@ -18,7 +20,12 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
     client = recording_client()
     await client.start_io(*serve_command(missing, tmp_path / "t.json"))
     shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
+    request = {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0},
+               "context": {"triggerKind": 1}}
     try:
+        with pytest.raises(JsonRpcException) as early:
+            await send_raw(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, request, msg_id="before initialize")
+        assert early.value.code == SERVER_NOT_INITIALIZED
         await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"])))
         message = await asyncio.wrap_future(shown)
         assert message.type == types.MessageType.Error
@@ -31,8 +38,14 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
             await editor.request(uri, types.Position(9, 0))
         [reports] = client.progress_reports.values()
         assert reports[-1].kind == "end" and "failed" in reports[-1].message
+        await client.shutdown_async(None)
+        with pytest.raises(JsonRpcException) as late:
+            await send_raw(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, request, msg_id="after shutdown")
+        assert late.value.code == INVALID_REQUEST
+        client.exit(None)
+        assert await client._server.wait() == 0
     finally:
-        await stop(client)
+        await client.stop()
 
 
 @pytest.mark.asyncio
