@@ -18,7 +18,7 @@ from engine import closure
 from engine.drafts import Draft, InfillRequest
 from engine.loading import LoadedModel
 from engine.prefix import EncodedContext, encode_context
-from engine.sampler import SlotVocabulary, Step, denoise
+from engine.sampler import SlotBan, SlotVocabulary, Step, denoise
 from engine.settings import EngineSettings
 
 
@@ -79,11 +79,17 @@ class InfillEngine:
             self._vocabulary = [tokenizer.decode([i]) for i in range(len(tokenizer))]
         return self._vocabulary
 
-    def _healing(self, context: EncodedContext) -> list:
-        if not context.healed:
-            return []
-        allowed = [i for i, text in enumerate(self._token_texts()) if text.startswith(context.healed)]
-        return [SlotVocabulary(0, torch.tensor(allowed, device=self.loaded.device))]
+    def _processors(self, context: EncodedContext, gap: range) -> list:
+        """Token healing on the first slot, and a minimum length (the healed token does not count)."""
+        processors = []
+        minimum = self.settings.min_insertion_tokens
+        if context.healed:
+            allowed = [i for i, text in enumerate(self._token_texts()) if text.startswith(context.healed)]
+            processors.append(SlotVocabulary(gap.start, torch.tensor(allowed, device=self.loaded.device)))
+            minimum += 1
+        if minimum:
+            processors.append(SlotBan(range(gap.start, gap.start + minimum), self.loaded.ids.end))
+        return processors
 
     def _text(self, tokens: list[int], context: EncodedContext, prefix: str) -> str:
         text = self.loaded.tokenizer.decode(tokens)
@@ -110,7 +116,7 @@ class InfillEngine:
         layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
         gap = layout.gaps[0]
         start = self._warm_start(layout, context, start_text)
-        processors = self._healing(context)
+        processors = self._processors(context, gap)
 
         text, step, entropy = "", 0, 0.0
         denoise_settings = self.settings.denoise
@@ -131,9 +137,17 @@ class InfillEngine:
                 return
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
-        text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        text = self._longest_valid(tokens, context, request)
         self._previous = (request.prefix, text)
         yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+
+    def _longest_valid(self, tokens: list[int], context: EncodedContext, request: InfillRequest) -> str:
+        """The longest insertion cut at a token boundary that keeps closure ("" always does)."""
+        for count in range(len(tokens), 0, -1):
+            text = self._text(tokens[:count], context, request.prefix)
+            if closure.check(request.prefix, text, request.suffix, request.language).valid:
+                return text
+        return ""
 
     def _warm_start(self, layout, context: EncodedContext, start_text: str | None):
         if not start_text:

@@ -74,6 +74,20 @@ class SlotVocabulary(LogitsProcessor):
         return scores
 
 
+class SlotBan(LogitsProcessor):
+    """Keeps one token out of some slots: END out of the first gap slots makes the insertion
+    at least that long (like `MinNewTokensLengthLogitsProcessor` for left-to-right models)."""
+
+    def __init__(self, slots: range, token: int):
+        self.slots = slots
+        self.token = token
+
+    def __call__(self, input_ids, scores: torch.Tensor, cur_step: int) -> torch.Tensor:
+        scores = scores.clone()
+        scores[:, self.slots.start : self.slots.stop, self.token] = float("-inf")
+        return scores
+
+
 def make_sampler(noise: str, settings: DenoiseSettings, length: int, vocab: int, mask_id: int):
     config = EntropyBoundSamplerConfig(entropy_bound=float(settings.entropy_bound))
     if noise == "mask":

@@ -13,6 +13,7 @@ MODES = ("auto", "single-line", "multi-line")
 class EngineSettings:
     max_gap_tokens: int | None = None  # slots for the insertion; None: what the model was trained with
     mode: str = "auto"  # "single-line", "multi-line", or "auto": multi-line on an empty line
+    min_insertion_tokens: int = 1  # END is kept out of the first slots: an empty suggestion shows nothing
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
     repair_steps: int = 6  # denoising steps of one repair round: only a few slots are re-noised
     denoise: DenoiseSettings = field(default_factory=DenoiseSettings)

@@ -1,0 +1,39 @@
+--- Defaults for require('diffusion_infill').setup(); every key is optional.
+local M = {}
+
+M.defaults = {
+  cmd = nil, -- server command; nil: { 'diffusion-infill', 'serve' } from PATH
+  filetypes = { 'python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown' },
+  root_markers = { '.git' }, -- the workspace root is the nearest folder holding one (else the cwd)
+  settings = {}, -- the `diffusionInfill` section: model, device, mode, maxSteps, invokedItems ...
+  auto_trigger = true, -- request while typing in insert mode
+  debounce = 75, -- ms of quiet typing before an automatic request
+  native = nil, -- nil: use vim.lsp.inline_completion for final items where it exists (0.12+)
+  keymap = { -- insert-mode keys, buffer-local; false disables one
+    accept = '<Tab>', -- falls back to a plain <Tab> when nothing is shown
+    accept_word = '<M-Right>',
+    accept_line = '<M-Down>',
+    next = '<M-]>',
+    prev = '<M-[>',
+    dismiss = '<C-]>',
+    trigger = '<M-\\>', -- on demand (Invoked: several items to cycle through)
+  },
+}
+
+M.options = vim.deepcopy(M.defaults)
+
+function M.set(opts)
+  M.options = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  if M.options.cmd == nil then
+    M.options.cmd = { 'diffusion-infill', 'serve' }
+  elseif type(M.options.cmd) == 'string' then
+    M.options.cmd = { M.options.cmd, 'serve' }
+  end
+  if M.options.native == nil then
+    M.options.native = vim.lsp.inline_completion ~= nil
+  end
+  M.options.native = M.options.native and vim.lsp.inline_completion ~= nil
+  return M.options
+end
+
+return M

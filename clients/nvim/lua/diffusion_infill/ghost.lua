@@ -1,0 +1,396 @@
+--- Ghost text: one namespace, one reused extmark per buffer. Drafts (`infill/draft`) are
+--- painted as they converge and replaced by the final item; a request or draft is drawn only
+--- if the buffer, its changedtick and the cursor are still those it was made for.
+local config = require('diffusion_infill.config')
+
+local api = vim.api
+local M = {}
+
+M.ns = api.nvim_create_namespace('diffusion_infill')
+M.client_name = 'diffusion_infill'
+local MARK = 1 -- the extmark id, reused in every buffer
+local AUTOMATIC, INVOKED = 2, 1 -- lsp.InlineCompletionTriggerKind
+local has_011 = vim.fn.has('nvim-0.11') == 1
+
+---@class diffusion_infill.State
+---@field shown? {row: integer, col: integer, text: string, hl: string} what the extmark shows
+---@field items lsp.InlineCompletionItem[] final items of the last request
+---@field index integer the item shown
+---@field request? {id: integer, client: vim.lsp.Client, tick: integer, cursor: integer[]}
+---@field timer? uv.uv_timer_t
+---@field at? integer[] the cursor when the text or cursor last changed
+local states = {} ---@type table<integer, diffusion_infill.State>
+
+local function state(buf)
+  states[buf] = states[buf] or { items = {}, index = 1 }
+  return states[buf]
+end
+
+function M.client(buf)
+  return vim.lsp.get_clients({ bufnr = buf, name = M.client_name })[1]
+end
+
+--- Byte column of an LSP position on `row` of `buf`.
+local function byte_col(buf, row, character, encoding)
+  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+  if encoding == 'utf-8' then
+    return math.min(character, #line)
+  end
+  local ok, col
+  if has_011 then
+    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
+  else
+    ok, col = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
+  end
+  return ok and col or #line
+end
+
+local function cursor()
+  local pos = api.nvim_win_get_cursor(0)
+  return { pos[1] - 1, pos[2] }
+end
+
+local function in_insert()
+  return api.nvim_get_mode().mode:sub(1, 1) == 'i'
+end
+
+--- True when `buf` is the current buffer in insert mode, unchanged since `tick`, cursor at `pos`.
+local function fresh(buf, tick, pos)
+  if api.nvim_get_current_buf() ~= buf or not in_insert() then
+    return false
+  end
+  local now = cursor()
+  return api.nvim_buf_get_changedtick(buf) == tick and now[1] == pos[1] and now[2] == pos[2]
+end
+
+--- Paints `text` at (row, col); a repaint of the same text is skipped (no flicker).
+local function show(buf, row, col, text, hl)
+  local st = state(buf)
+  local s = st.shown
+  if s and s.row == row and s.col == col and s.text == text and s.hl == hl then
+    return
+  end
+  if text == '' then
+    return M.clear(buf)
+  end
+  local lines = vim.split(text, '\n', { plain = true })
+  local virt_lines = {}
+  for i = 2, #lines do
+    virt_lines[#virt_lines + 1] = { { lines[i], hl } }
+  end
+  api.nvim_buf_set_extmark(buf, M.ns, row, col, {
+    id = MARK,
+    virt_text = { { lines[1], hl } },
+    virt_text_pos = 'inline',
+    virt_lines = #virt_lines > 0 and virt_lines or nil,
+    hl_mode = 'combine',
+  })
+  st.shown = { row = row, col = col, text = text, hl = hl }
+end
+
+function M.clear(buf)
+  local st = states[buf]
+  if st and st.shown then
+    pcall(api.nvim_buf_del_extmark, buf, M.ns, MARK)
+    st.shown = nil
+  end
+end
+
+function M.visible(buf)
+  local st = states[buf or api.nvim_get_current_buf()]
+  return st ~= nil and st.shown ~= nil
+end
+
+--- What the extmark shows now: {row, col, text, hl} or nil (for tests and :checkhealth).
+function M.shown(buf)
+  local st = states[buf or api.nvim_get_current_buf()]
+  return st and st.shown and vim.deepcopy(st.shown) or nil
+end
+
+local function cancel(buf)
+  local st = states[buf]
+  if not st then
+    return
+  end
+  if st.timer then
+    st.timer:stop()
+    st.timer:close()
+    st.timer = nil
+  end
+  local req = st.request
+  if req then
+    st.request = nil
+    if has_011 then
+      req.client:cancel_request(req.id)
+    else
+      req.client.cancel_request(req.id)
+    end
+  end
+end
+
+--- Forgets everything shown or pending in `buf` (cursor moved, text changed, insert left).
+function M.reset(buf)
+  cancel(buf)
+  M.clear(buf)
+  local st = states[buf]
+  if st then
+    st.items, st.index = {}, 1
+  end
+end
+
+--- The text an item adds at the cursor: its insertText without the text it replaces that is
+--- already in the buffer (typed before the cursor, or closers after it).
+local function display(buf, item, encoding)
+  local text = item.insertText
+  text = type(text) == 'table' and text.value or text or ''
+  local range = item.range
+  if not range then
+    return text
+  end
+  local row, col = unpack(cursor())
+  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+  local s_row, e_row = range.start.line, range['end'].line
+  if s_row ~= row or e_row ~= row then
+    return text
+  end
+  local s_col = byte_col(buf, row, range.start.character, encoding)
+  local e_col = byte_col(buf, row, range['end'].character, encoding)
+  local typed, replaced = line:sub(s_col + 1, col), line:sub(col + 1, e_col)
+  if text:sub(1, #typed) == typed then
+    text = text:sub(#typed + 1)
+  end
+  if #replaced > 0 and text:sub(-#replaced) == replaced then
+    text = text:sub(1, -#replaced - 1)
+  end
+  return text
+end
+
+local function show_item(buf)
+  local st = state(buf)
+  local item = st.items[st.index]
+  local client = M.client(buf)
+  if not item or not client then
+    return M.clear(buf)
+  end
+  local row, col = unpack(cursor())
+  show(buf, row, col, display(buf, item, client.offset_encoding), 'DiffusionInfillGhost')
+end
+
+--- Sends textDocument/inlineCompletion for the cursor; the answer is drawn if still fresh.
+function M.request(buf, kind)
+  buf = buf or api.nvim_get_current_buf()
+  local client = M.client(buf)
+  if not client or not in_insert() then
+    return
+  end
+  cancel(buf)
+  local st = state(buf)
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  params.context = { triggerKind = kind or INVOKED }
+  local tick, pos = api.nvim_buf_get_changedtick(buf), cursor()
+  local function handler(err, result)
+    if st.request and st.request.tick == tick then
+      st.request = nil
+    end
+    if err or not fresh(buf, tick, pos) then
+      return
+    end
+    local items = {}
+    for _, item in ipairs(result and (result.items or result) or {}) do
+      local text = type(item.insertText) == 'table' and item.insertText.value or item.insertText
+      if text and text ~= '' then
+        items[#items + 1] = item
+      end
+    end
+    st.items, st.index = items, 1
+    show_item(buf)
+  end
+  local ok, id
+  if has_011 then
+    ok, id = client:request('textDocument/inlineCompletion', params, handler, buf)
+  else
+    ok, id = client.request('textDocument/inlineCompletion', params, handler, buf)
+  end
+  if ok then
+    st.request = { id = id, client = client, tick = tick, cursor = pos }
+  end
+end
+
+--- Debounced automatic request: work made stale by more typing is dropped by changedtick.
+function M.schedule(buf)
+  local st = state(buf)
+  cancel(buf)
+  local tick = api.nvim_buf_get_changedtick(buf)
+  local timer = assert(vim.uv.new_timer())
+  st.timer = timer
+  timer:start(config.options.debounce, 0, vim.schedule_wrap(function()
+    if st.timer ~= timer then
+      return
+    end
+    st.timer = nil
+    timer:close()
+    if api.nvim_buf_is_valid(buf) and api.nvim_buf_get_changedtick(buf) == tick then
+      M.request(buf, AUTOMATIC)
+    end
+  end))
+end
+
+--- `infill/draft` handler: repaint the converging draft, if it is for this buffer, version and cursor.
+function M.on_draft(_, draft, ctx)
+  local buf = vim.uri_to_bufnr(draft.uri)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if not client or api.nvim_get_current_buf() ~= buf or not in_insert() then
+    return
+  end
+  if draft.version ~= vim.lsp.util.buf_versions[buf] then
+    return
+  end
+  local row = draft.position.line
+  local col = byte_col(buf, row, draft.position.character, client.offset_encoding)
+  local now = cursor()
+  if now[1] ~= row or now[2] ~= col then
+    return
+  end
+  local st = state(buf)
+  if draft.final then
+    -- The final item replaces the draft: our answer (or the native one) draws it.
+    if draft.text == '' or config.options.native then
+      if not (st.items[st.index]) then
+        M.clear(buf)
+      end
+    end
+    return
+  end
+  if st.items[st.index] then
+    return -- a final item is shown: an Invoked re-run's drafts do not overwrite it
+  end
+  show(buf, row, col, draft.text, 'DiffusionInfillDraft')
+end
+
+local function exec_accept(buf, item)
+  local client = M.client(buf)
+  if not (client and item.command) then
+    return
+  end
+  if has_011 then
+    client:exec_cmd(item.command, { bufnr = buf })
+  else
+    client.request('workspace/executeCommand', item.command, function() end, buf)
+  end
+end
+
+--- Replaces (row, col)-(end_row, end_col) with `text` and puts the cursor after it.
+local function replace(buf, row, col, end_row, end_col, text)
+  local lines = vim.split(text, '\n', { plain = true })
+  api.nvim_buf_set_text(buf, row, col, end_row, end_col, lines)
+  local last = #lines == 1 and col + #lines[1] or #lines[#lines]
+  api.nvim_win_set_cursor(0, { row + #lines, last })
+end
+
+local function insert(buf, text)
+  local row, col = unpack(cursor())
+  replace(buf, row, col, row, col, text)
+end
+
+local function part(text, how)
+  if how == 'word' then
+    return text:match('^%s*[%w_]+') or text:match('^%s*[^%w_%s]+') or text
+  elseif how == 'line' then
+    return text:match('^\n?[^\n]*\n?') or text
+  end
+  return text
+end
+
+--- Inserts the word, line or all of `text` at the cursor (partial accept of a native item).
+function M.insert_part(buf, text, how)
+  insert(buf, part(text, how))
+end
+
+--- Accepts what is shown: `how` is 'all', 'word' or 'line'. Returns false when nothing is shown.
+function M.accept(buf, how)
+  buf = buf or api.nvim_get_current_buf()
+  how = how or 'all'
+  local st = states[buf]
+  if not (st and st.shown) then
+    return false
+  end
+  local item = st.items[st.index]
+  local text = st.shown.text
+  M.reset(buf)
+  if item and how == 'all' then
+    -- The whole item, over its range (which may cover auto-paired closers), then its command.
+    local client = M.client(buf)
+    local range = item.range
+    local full = type(item.insertText) == 'table' and item.insertText.value or item.insertText
+    if client and range then
+      local sr, er = range.start.line, range['end'].line
+      local sc = byte_col(buf, sr, range.start.character, client.offset_encoding)
+      local ec = byte_col(buf, er, range['end'].character, client.offset_encoding)
+      replace(buf, sr, sc, er, ec, full)
+    else
+      insert(buf, text)
+    end
+    exec_accept(buf, item)
+  else
+    insert(buf, part(text, how))
+  end
+  return true
+end
+
+--- Shows the next (or previous) item; asks for several items (Invoked) when there is one.
+function M.cycle(buf, step)
+  buf = buf or api.nvim_get_current_buf()
+  local st = state(buf)
+  if #st.items <= 1 then
+    return M.request(buf, INVOKED)
+  end
+  st.index = (st.index - 1 + step) % #st.items + 1
+  show_item(buf)
+end
+
+--- Buffer autocmds: triggers while typing, clears on cursor move and insert leave.
+function M.attach(buf)
+  local group = api.nvim_create_augroup('diffusion_infill_' .. buf, { clear = true })
+  local opts = config.options
+  local function changed()
+    M.reset(buf)
+    state(buf).at = cursor()
+    if opts.auto_trigger and not opts.native then
+      M.schedule(buf)
+    end
+  end
+  api.nvim_create_autocmd({ 'TextChangedI', 'InsertEnter' }, { group = group, buffer = buf, callback = changed })
+  api.nvim_create_autocmd('CursorMovedI', {
+    group = group,
+    buffer = buf,
+    callback = function()
+      local at, pos = state(buf).at, cursor()
+      if not at or at[1] ~= pos[1] or at[2] ~= pos[2] then
+        changed()
+      end
+    end,
+  })
+  api.nvim_create_autocmd({ 'InsertLeave', 'BufLeave' }, {
+    group = group,
+    buffer = buf,
+    callback = function()
+      M.reset(buf)
+    end,
+  })
+  api.nvim_create_autocmd('BufWipeout', {
+    group = group,
+    buffer = buf,
+    callback = function()
+      cancel(buf)
+      states[buf] = nil
+    end,
+  })
+end
+
+function M.detach(buf)
+  M.reset(buf)
+  pcall(api.nvim_del_augroup_by_name, 'diffusion_infill_' .. buf)
+  states[buf] = nil
+end
+
+return M

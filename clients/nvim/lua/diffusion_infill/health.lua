@@ -1,0 +1,42 @@
+--- :checkhealth diffusion_infill: the server command, the model and the server's status.
+local M = {}
+
+function M.check()
+  local health = vim.health
+  local config = require('diffusion_infill.config')
+  local ghost = require('diffusion_infill.ghost')
+  local opts = config.options
+  health.start('diffusion_infill')
+  health.info('Neovim ' .. tostring(vim.version()))
+  if opts.native then
+    health.ok('final items: vim.lsp.inline_completion (drafts drawn on top)')
+  else
+    health.ok('final items: own ghost text' .. (vim.lsp.inline_completion and ' (native = false)' or ''))
+  end
+  local cmd = opts.cmd or { 'diffusion-infill', 'serve' }
+  local exe = vim.fn.exepath(cmd[1])
+  if exe ~= '' then
+    health.ok('server command: ' .. table.concat(cmd, ' ') .. ' (' .. exe .. ')')
+  else
+    health.error('server command not found: ' .. cmd[1], {
+      'pip install diffusion-infill (or run its install.sh) and put its bin/ on PATH',
+      "or setup({ cmd = { '/path/to/.venv/bin/diffusion-infill', 'serve' } })",
+    })
+  end
+  local settings = opts.settings or {}
+  health.info('model: ' .. (settings.model or 'the embedded model (or --model in cmd)'))
+  health.info('filetypes: ' .. table.concat(opts.filetypes, ', '))
+  local clients = vim.lsp.get_clients({ name = ghost.client_name })
+  if #clients == 0 then
+    health.warn('server not running: open a file of a configured filetype')
+  end
+  for _, client in ipairs(clients) do
+    local status = require('diffusion_infill').status[client.id] or 'starting'
+    local stopped = client.is_stopped and (vim.fn.has('nvim-0.11') == 1 and client:is_stopped() or client.is_stopped())
+    local report = stopped and health.error or health.ok
+    report(('server running (client %d, pid %s, %s): %s'):format(client.id, tostring(client.rpc and client.rpc.pid or '?'),
+      client.offset_encoding, status))
+  end
+end
+
+return M
