@@ -2,7 +2,8 @@
 
 Cases: cursor positions inside lines of held-out stdlib files (never trained on), with
 the rest of the line as the expected completion; the probe set used during training is
-drawn with another seed. Prints one JSON object on the last line of stdout.
+drawn with another seed. `context_gain_nats` checks that the model reads the prefix: the
+log-probability of the true next token given its own prefix minus given another file's. Prints one JSON object on the last line of stdout.
 
     python -m bench.heldout --cases 60
 """
@@ -20,10 +21,13 @@ from dataclasses import asdict
 import torch
 
 from engine import closure
+from engine.canvas import completion_canvas
 from engine.drafts import InfillRequest
 from engine.factory import create_engine
+from engine.infill import PrefixCache
 from engine.loading import load
 from engine.settings import EngineSettings
+from engine.training.corpus import stdlib_files
 from engine.training.probes import held_out_line_cases
 
 CASE_SEED = 20261202  # not the training probe seed (1234)
@@ -72,6 +76,29 @@ def evaluate(engine, cases) -> dict:
     }
 
 
+def _first_slot_logprob(loaded, prefix_ids: list[int], target: int, suffix_ids: list[int]) -> float:
+    spec, ids = loaded.spec, loaded.ids
+    cache = PrefixCache().encode(loaded.model, prefix_ids)
+    canvas = completion_canvas(suffix_ids, spec.gap_slots, spec.suffix_head, ids)
+    with torch.no_grad():
+        logits = loaded.model(decoder_input_ids=torch.tensor([canvas.tokens]), cache=cache).logits
+    return torch.log_softmax(logits[0, canvas.gaps[0].start], dim=-1)[target].item()
+
+
+def context_gain(loaded, count: int = 24) -> float:
+    """Mean log-probability of the true next token given its own prefix, minus given another
+    file's prefix: above zero when the first gap slot reads the context."""
+    tokenizer, files = loaded.tokenizer, [d for d in stdlib_files(held_out=True) if len(d.text) > 4000]
+    windows = []
+    for index in range(count):
+        text = files[index % len(files)].text
+        ids = tokenizer.encode(text[1000 + 97 * index : 3000 + 97 * index], add_special_tokens=False)
+        windows.append((ids[:96], ids[96], ids[97 : 97 + loaded.spec.suffix_head]))
+    own = [_first_slot_logprob(loaded, p, t, s) for p, t, s in windows]
+    other = [_first_slot_logprob(loaded, windows[i - 1][0], t, s) for i, (_, t, s) in enumerate(windows)]
+    return sum(own) / count - sum(other) / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model")
@@ -87,7 +114,8 @@ def main() -> None:
         t_min=args.t_min, t_max=args.t_max, confidence_threshold=args.confidence_threshold)
     engine = create_engine(loaded, settings)
     result = {"model": loaded.source, "torch_threads": torch.get_num_threads(), "settings": asdict(settings),
-              **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED))}
+              **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED)),
+              "context_gain_nats": context_gain(loaded)}
     print(json.dumps(result))
 
 

@@ -9,4 +9,6 @@ runs.py       staleness: one live run per document, joins, kept results
 worker.py     the engine's own thread: model loading and completions
 settings.py   the `diffusionInfill` settings section
 telemetry.py  local acceptance counts
+actions.py    code actions: fix JSON / Markdown selection, regenerate selection
+diagnostics.py  publishDiagnostics for JSON and Markdown documents
 """

@@ -68,8 +68,9 @@ class Documents:
         document.version = version
         return document
 
-    def close(self, uri: str) -> None:
-        self._open.pop(uri, None)
+    def close(self, uri: str) -> Document | None:
+        """Forgets the document; returns it, or None when it was not open."""
+        return self._open.pop(uri, None)
 
     def get(self, uri: str) -> Document:
         try:

@@ -1,5 +1,6 @@
 """The language server: LSP 3.18 inline completion from the diffusion engine, with the
-converging drafts streamed as `infill/draft` notifications.
+converging drafts streamed as `infill/draft` notifications; code actions that fix or
+regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics).
 
 Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
 engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
@@ -22,6 +23,7 @@ from pygls.lsp.server import LanguageServer
 
 from engine import closure
 from engine.drafts import Draft, InfillRequest
+from lsp import actions, diagnostics
 from lsp.documents import Document, Documents, UnknownDocument
 from lsp.items import items, placement
 from lsp.positions import UTF16, PositionError
@@ -193,22 +195,27 @@ async def report_loading(ls: InfillServer) -> None:
 
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
-    ls.documents.open(item.uri, item.language_id, item.version, item.text)
+    document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
     ls.runs.invalidate(item.uri)
+    diagnostics.publish(ls, document)
 
 
 def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.runs.invalidate(uri)  # first: whatever happens next, the old run is stale
     try:
-        ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
+        document = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
     except (UnknownDocument, PositionError) as error:
         log.warning("ignoring didChange: %s", error)
+        return
+    diagnostics.publish(ls, document)
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.runs.invalidate(params.text_document.uri)
-    ls.documents.close(params.text_document.uri)
+    document = ls.documents.close(params.text_document.uri)
+    if document is not None and diagnostics.handles(document):
+        diagnostics.clear(ls, document.uri)
 
 
 async def did_change_configuration(ls: InfillServer, params: types.DidChangeConfigurationParams) -> None:
@@ -247,5 +254,7 @@ def create_server(options: ServeOptions) -> InfillServer:
     server.feature(types.SHUTDOWN)(shutdown)
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                   types.CodeActionOptions(code_action_kinds=actions.KINDS))(actions.code_actions)
     server.command(ACCEPT_COMMAND)(accepted)
     return server

@@ -1,4 +1,4 @@
-"""The engine's own thread: loads the model and runs completions one at a time, so torch
+"""The engine's own thread: loads the model and runs completions and code-action repairs one at a time, so torch
 never runs on the asyncio loop nor in pygls' thread pool (whose threads read stdin).
 
 Jobs are cancelled cooperatively: a job whose flag is set before it starts is skipped,
@@ -13,13 +13,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine
+from engine.fixes import Fixer
 from engine.loading import LoadedModel, ModelLoadError, load
+from engine.repair import DiffusionRepairer
 from engine.settings import EngineSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class State(enum.Enum):
@@ -51,6 +55,7 @@ class EngineWorker:
         self._loaded: LoadedModel | None = None
         self._settings = EngineSettings()
         self._engine = None
+        self._fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
         self.state = State.IDLE
 
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
@@ -66,15 +71,22 @@ class EngineWorker:
         """The final draft of each sample, or None when cancelled or no model is loaded."""
         return self._executor.submit(self._complete, job)
 
+    def fix(self, action: Callable[[Fixer], T]) -> Future[T]:
+        """Runs a code action's engine work (`action` on the current Fixer) after the jobs queued before it."""
+        return self._executor.submit(lambda: action(self._fixer))
+
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
         self._loaded = self._engine = None
+        self._fixer = Fixer(None)
         self._settings = settings
         try:
             self._loaded = load(model, device, dtype, trust_remote_code=self._trust_remote_code)
             self._engine = create_engine(self._loaded, settings)
+            if self._loaded.spec is not None:
+                self._fixer = Fixer(DiffusionRepairer(self._loaded))
         except ModelLoadError as error:
             self.state = State.FAILED
             return LoadOutcome(model or "the embedded model", str(error))

@@ -1,0 +1,156 @@
+"""Fix JSON, fix Markdown and regenerate a selection: candidates, validation, choice.
+
+Every fix gathers candidates from the deterministic repair and from the diffusion
+repair (engine.repair), validates each one the same way (JSON must load; Markdown must
+pass engine.markdown_rules; a regenerated selection must keep the file's closure), and
+keeps the valid candidate that loses the least of what the user wrote, then has the
+smallest edit. When none is valid the result says why and carries the text unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine import closure, jsonfix, markdown_rules
+from engine.repair import DiffusionRepairer, Span
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    before: str = ""  # document text before the selection: the encoder's context
+    after: str = ""  # document text after it: clamped after the canvas
+    language: str | None = None  # closure grammar for "regenerate" ("python", "json", ...)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    source: str  # "structure" (deterministic) or "diffusion"
+
+
+@dataclass(frozen=True)
+class FixResult:
+    text: str  # the fixed selection; the original one when not fixed
+    fixed: bool
+    reason: str | None = None  # why not, when not fixed
+    source: str | None = None  # which kind of candidate won
+    tried: int = 0  # candidates validated
+
+
+def edit_size(before: str, after: str) -> int:
+    """Characters inserted, deleted or replaced to turn `before` into `after`."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+
+
+def changed_spans(before: str, after: str) -> list[Span]:
+    """Where `after` differs from `before`, as spans of `before`: where a repair touched the text."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return [Span(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
+
+
+def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
+           lost: Callable[[str], int]) -> Candidate | None:
+    """The valid candidate that loses the least content, then changes the fewest characters."""
+    seen, ranked = set(), []
+    for candidate in candidates:
+        if candidate.text in seen or candidate.text == original:
+            continue
+        seen.add(candidate.text)
+        if valid(candidate.text):
+            ranked.append(((lost(candidate.text), edit_size(original, candidate.text)), candidate))
+    ranked.sort(key=lambda item: item[0])
+    return ranked[0][1] if ranked else None
+
+
+def _loads(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return True
+
+
+def _result(original: str, candidates: list[Candidate], chosen: Candidate | None, reason: str) -> FixResult:
+    if chosen is None:
+        return FixResult(original, False, reason, tried=len(candidates))
+    return FixResult(chosen.text, True, source=chosen.source, tried=len(candidates))
+
+
+class Fixer:
+    """The code actions' engine side; `repairer` is None when the model cannot fill canvases."""
+
+    def __init__(self, repairer: DiffusionRepairer | None):
+        self.repairer = repairer
+
+    def _diffusion(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
+        if self.repairer is None or not spans:
+            return []
+        try:
+            filled = self.repairer.fill(around.before, text, spans, around.after)
+        except (RuntimeError, ValueError) as error:  # e.g. out of memory on a long selection: keep the others
+            log.warning("diffusion repair failed: %s", error)
+            return []
+        return [Candidate(text, "diffusion") for text in filled]
+
+    def fix_json(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        if not text.strip():
+            return FixResult(text, False, "the selection is empty")
+        if _loads(text):
+            return FixResult(text, False, "the selection is already valid JSON")
+        candidates = []
+        structural = jsonfix.structural_repair(text)
+        if structural is not None:
+            candidates.append(Candidate(structural, "structure"))
+            candidates += self._diffusion(text, changed_spans(text, structural), around)
+        damaged = [Span(item.start, item.end) for item in jsonfix.damage(text)]
+        candidates += self._diffusion(text, damaged, around)
+        written = jsonfix.atoms(text)
+
+        def lost(candidate: str) -> int:
+            return sum((written - jsonfix.value_atoms(json.loads(candidate))).values())
+
+        chosen = choose(text, candidates, _loads, lost)
+        return _result(text, candidates, chosen, "no candidate repair of the selection is valid JSON")
+
+    def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        found = markdown_rules.problems(text)
+        if not found:
+            return FixResult(text, False, "no Markdown structure problems in the selection")
+        deterministic = markdown_rules.fix(text)
+        spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
+        candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
+        written = Counter(_WORD.findall(text))
+
+        def lost(candidate: str) -> int:
+            return sum((written - Counter(_WORD.findall(candidate))).values())
+
+        chosen = choose(text, candidates, lambda candidate: not markdown_rules.problems(candidate), lost)
+        return _result(text, candidates, chosen, "no candidate passes the Markdown rules: "
+                       + "; ".join(problem.message for problem in found))
+
+    def regenerate(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        if self.repairer is None:
+            return FixResult(text, False, "the model cannot regenerate text in place (not trained on the canvas)")
+        try:
+            filled = self.repairer.regenerate(around.before, text, around.after)
+        except (RuntimeError, ValueError) as error:
+            return FixResult(text, False, f"regeneration failed: {error}")
+        candidates = [Candidate(candidate, "diffusion") for candidate in filled]
+        for candidate in candidates:
+            if candidate.text.strip() and candidate.text != text \
+                    and closure.check(around.before, candidate.text, around.after, around.language).valid:
+                return FixResult(candidate.text, True, source="diffusion", tried=len(candidates))
+        if not candidates:
+            return FixResult(text, False, "the selection is too long to regenerate", tried=0)
+        return FixResult(text, False, "every regenerated text was empty, unchanged or broke the file's syntax",
+                         tried=len(candidates))

