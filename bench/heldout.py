@@ -3,7 +3,8 @@
 Cases: cursor positions inside lines of held-out stdlib files (never trained on), with
 the rest of the line as the expected completion; the probe set used during training is
 drawn with another seed. `context_gain_nats` checks that the model reads the prefix: the
-log-probability of the true next token given its own prefix minus given another file's. Prints one JSON object on the last line of stdout.
+log-probability of the true next token given its own prefix minus given another file's.
+Prints one JSON object on the last line of stdout.
 
     python -m bench.heldout --cases 60
 """
