@@ -65,8 +65,12 @@ def _selection_targets(document: Document, start: int, end: int) -> list[Target]
     return targets
 
 
-def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic], encoding: str) -> list[Target]:
-    ours = tuple(d for d in diagnostics if d.source == SOURCE)
+def _ours(diagnostics: list[types.Diagnostic]) -> tuple[types.Diagnostic, ...]:
+    return tuple(diagnostic for diagnostic in diagnostics if diagnostic.source == SOURCE)
+
+
+def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic]) -> list[Target]:
+    ours = _ours(diagnostics)
     if not ours:
         return []
     if document.language_id in JSON_LANGUAGES:
@@ -95,8 +99,10 @@ def targets(document: Document, params: types.CodeActionParams, encoding: str) -
         raise JsonRpcInvalidParams(str(error)) from None
     if start > end:
         raise JsonRpcInvalidParams("the range ends before it starts")
-    found = _diagnostic_targets(document, params.context.diagnostics, encoding) + \
-        _selection_targets(document, start, end)
+    found = _diagnostic_targets(document, params.context.diagnostics)
+    # A range that is one of our diagnostics' own is where the client points at it, not a selection.
+    if not any(diagnostic.range == params.range for diagnostic in _ours(params.context.diagnostics)):
+        found += _selection_targets(document, start, end)
     unique: dict[tuple[str, int, int], Target] = {}
     for target in found:
         unique.setdefault((target.action.name, target.start, target.end), target)

@@ -5,7 +5,7 @@ import torch
 
 from engine import canvas as canvas_layout
 from engine import closure
-from engine.infill import Draft, InfillEngine, InfillRequest, PrefixCache
+from engine.infill import Draft, InfillEngine, InfillRequest, PrefixCache, typed_along
 from engine.loading import LoadedModel
 from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
@@ -317,3 +317,23 @@ def test_max_gap_tokens_overrides_the_trained_gap_size(tiny_loaded):
         handle.remove()
 
     assert set(canvas_lengths) == {3 + tiny_loaded.spec.suffix_head}
+
+
+# Length and warm start between requests
+
+
+def test_default_insertion_is_never_empty(tiny_loaded):
+    engine = engine_for(tiny_loaded, mode="multi-line")
+    for prefix, suffix in [("x = ", "\n"), ("def f(a", "):\n    pass\n"), ("print(", ")\n")]:
+        first_step = complete(engine, prefix, suffix)[0]
+        assert first_step.text != ""
+
+
+def test_typed_along_keeps_what_is_left_of_the_previous_completion():
+    assert typed_along(("x = le", "n(items)"), "x = len(") == "items)"
+
+
+def test_typed_along_is_none_when_the_typing_differs_or_finishes_it():
+    assert typed_along(("x = le", "n(items)"), "x = lo") is None
+    assert typed_along(("x = le", "n(items)"), "x = len(items)") is None
+    assert typed_along(None, "x = ") is None

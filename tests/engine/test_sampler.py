@@ -5,7 +5,7 @@ import torch
 
 from engine import canvas as canvas_layout
 from engine.infill import PrefixCache
-from engine.sampler import DenoiseSettings, SlotVocabulary, denoise
+from engine.sampler import DenoiseSettings, SlotBan, SlotVocabulary, denoise
 
 # never stops early: random weights are far from confident, and nothing is below 0 entropy
 NO_EARLY_STOP = DenoiseSettings(max_steps=4, confidence_threshold=0.0)
@@ -230,3 +230,11 @@ def test_slot_vocabulary_leaves_other_slots_unrestricted():
     assert torch.equal(restricted[:, 2], scores[:, 2])
     assert torch.isinf(restricted[:, 1, [0, 1, 3]]).all()
     assert torch.equal(restricted[:, 1, [2, 4]], torch.zeros(2, 2))
+
+
+def test_slot_ban_keeps_a_token_out_of_the_given_slots_only():
+    scores = torch.zeros(1, 6, 10)
+    banned = SlotBan(range(0, 2), token=4)(None, scores, cur_step=1)
+    assert torch.isinf(banned[0, :2, 4]).all()
+    assert not torch.isinf(banned[0, 2:, :]).any()
+    assert not torch.isinf(banned[0, :2, :4]).any()

@@ -1,0 +1,99 @@
+"""Fix JSON / Markdown / regenerate: diffusion candidates on a multi-gap canvas (tiny random
+model: junk text, but the contracts hold), validation, and the choice among candidates."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size
+from engine.markdown_rules import problems
+from engine.repair import DiffusionRepairer, RepairSettings, Span, merge
+
+
+@pytest.fixture(scope="module")
+def repairer(tiny_loaded) -> DiffusionRepairer:
+    return DiffusionRepairer(tiny_loaded, RepairSettings(samples=2))
+
+
+def test_known_text_between_gaps_is_kept_verbatim(repairer):
+    text = '{"alpha": 1,, "beta": [2 3]}'
+    spans = [Span(text.index(",,"), text.index(",,") + 2), Span(text.index("2 3") + 1, text.index("2 3") + 2)]
+    candidates = repairer.fill("", text, spans, "")
+    assert len(candidates) == 2
+    for candidate in candidates:
+        assert candidate.startswith('{"alpha": 1')
+        middle = candidate[len('{"alpha": 1'):]
+        assert ' "beta": [2' in middle and middle.endswith("3]}")
+
+
+def test_same_selection_same_candidates(repairer):
+    text = "[1, 2,, 3]"
+    assert repairer.fill("x", text, [Span(5, 7)], "") == repairer.fill("x", text, [Span(5, 7)], "")
+
+
+def test_a_canvas_longer_than_the_limit_gives_no_candidates(tiny_loaded):
+    repairer = DiffusionRepairer(tiny_loaded, RepairSettings(max_canvas=8))
+    assert repairer.fill("", '{"a": [1, 2, 3, 4, 5, 6, 7]}', [Span(1, 2)], "") == []
+
+
+def test_spans_merge_when_touching_and_down_to_the_gap_limit():
+    assert merge([Span(5, 6), Span(0, 2), Span(2, 3)], max_gaps=8) == [Span(0, 3), Span(5, 6)]
+    assert merge([Span(0, 1), Span(10, 11), Span(13, 14)], max_gaps=2) == [Span(0, 1), Span(10, 14)]
+
+
+def test_edit_size_counts_changed_characters():
+    assert edit_size('{"a": 1,}', '{"a": 1}') == 1
+    assert changed_spans("abc", "abXc") == [Span(2, 2)]
+
+
+def test_choice_prefers_keeping_content_then_the_smallest_edit():
+    original = '{"a": 1, "b": 2,}'
+    candidates = [Candidate('{"a": 1}', "diffusion"), Candidate('{"a": 1, "b": 2}', "structure"),
+                  Candidate('{"a": 1, "b": 2 ', "diffusion")]
+
+    def lost(text: str) -> int:
+        return 2 - len(json.loads(text))
+
+    chosen = choose(original, candidates, lambda text: text.strip().endswith("}"), lost)
+    assert chosen == Candidate('{"a": 1, "b": 2}', "structure")
+
+
+def test_fix_json_validates_every_candidate_and_keeps_all_keys(repairer):
+    text = "{'id': 7, tags: ['a' 'b'], ok: True, // note\n}"
+    result = Fixer(repairer).fix_json(text, Surroundings("before\n", "\nafter"))
+    assert result.fixed and result.tried >= 2  # the structural candidate and diffusion ones
+    assert json.loads(result.text) == {"id": 7, "tags": ["a", "b"], "ok": True}
+
+
+def test_fix_json_without_any_valid_candidate_changes_nothing(repairer):
+    text = '{"a": 1} {"b": 2}'  # two documents: the structure repair declines, diffusion gets no room
+    result = Fixer(DiffusionRepairer(repairer.loaded, RepairSettings(max_canvas=4))).fix_json(text)
+    assert not result.fixed and result.text == text
+    assert "valid JSON" in result.reason
+
+
+def test_valid_json_is_not_fixed():
+    result = Fixer(None).fix_json('{"a": 1}')
+    assert not result.fixed and result.reason == "the selection is already valid JSON"
+
+
+def test_fix_markdown_closes_the_table_and_the_fence(repairer):
+    text = "| a | b |\n|---|---|\n| 1 |\n\n```\ncode\n"
+    result = Fixer(repairer).fix_markdown(text)
+    assert result.fixed and problems(result.text) == []
+    assert result.text.startswith("| a | b |\n|---|---|\n| 1 |")
+
+
+def test_regenerate_either_returns_a_closure_valid_replacement_or_says_why(repairer):
+    around = Surroundings("def area(w, h):\n    return ", "\n", "python")
+    result = Fixer(repairer).regenerate("w * h", around)
+    assert result.fixed or result.reason
+    if not result.fixed:
+        assert result.text == "w * h"
+
+
+def test_regenerate_needs_a_canvas_model():
+    result = Fixer(None).regenerate("x", Surroundings())
+    assert not result.fixed and "canvas" in result.reason

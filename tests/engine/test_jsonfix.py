@@ -1,0 +1,65 @@
+"""Broken JSON: the structural repair keeps what the user wrote and makes it load; damage
+is located where tree-sitter and json.loads see it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.jsonfix import atoms, damage, structural_repair, value_atoms
+
+INTENDED = {"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}
+
+BROKEN = {
+    "trailing commas": '{"name": "Ada", "tags": ["x", "y",], "active": true, "parent": null, "size": 1.5,}',
+    "missing closers": '{"name": "Ada", "tags": ["x", "y"], "active": true, "parent": null, "size": 1.5',
+    "missing commas": '{"name": "Ada" "tags": ["x" "y"], "active": true, "parent": null, "size": 1.5}',
+    "missing colon": '{"name" "Ada", "tags": ["x", "y"], "active": true, "parent": null, "size": 1.5}',
+    "unquoted keys": '{name: "Ada", tags: ["x", "y"], active: true, parent: null, size: 1.5}',
+    "single quotes": "{'name': 'Ada', 'tags': ['x', 'y'], 'active': true, 'parent': null, 'size': 1.5}",
+    "comments": '{\n  // who\n  "name": "Ada", /* labels */ "tags": ["x", "y"],\n  "active": true, "parent": null,'
+                ' "size": 1.5\n}',
+    "python literals": '{"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}',
+    "unclosed string": '{\n  "name": "Ada,\n  "tags": ["x", "y"],\n  "active": true, "parent": null, "size": 1.5\n}',
+    "unclosed string, one line": '{"name": "Ada, "tags": ["x", "y"], "active": true, "parent": null, "size": 1.5}',
+}
+
+
+@pytest.mark.parametrize("kind", list(BROKEN))
+def test_structural_repair_restores_the_intended_document(kind):
+    repaired = structural_repair(BROKEN[kind])
+    assert json.loads(repaired) == INTENDED
+
+
+def test_repair_keeps_the_users_layout_where_nothing_is_broken():
+    text = '{\n  "a": 1,\n  "b": [\n    2,\n  ],\n}\n'
+    assert structural_repair(text) == '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}\n'
+
+
+def test_truncated_text_is_closed_innermost_first():
+    assert structural_repair('[{"a": [1, {"b": 2') == '[{"a": [1, {"b": 2}]}]'
+
+
+def test_a_key_without_a_value_gets_null_rather_than_being_dropped():
+    assert json.loads(structural_repair('{"a": 1, "b"}')) == {"a": 1, "b": None}
+
+
+def test_two_documents_in_a_row_are_not_guessed_at():
+    assert structural_repair('{"a": 1} {"b": 2}') is None
+
+
+def test_damage_is_empty_for_valid_json():
+    assert damage('{"a": [1, 2]}') == []
+
+
+def test_damage_points_at_the_broken_place():
+    text = '{"a": 1,, "b": 2}'
+    found = damage(text)
+    assert found
+    assert any(item.start <= text.index(",,") + 1 <= max(item.end, item.start + 1) for item in found)
+
+
+def test_atoms_of_the_broken_text_match_the_atoms_of_the_intended_value():
+    assert atoms(BROKEN["python literals"]) == value_atoms(INTENDED)
+    assert atoms(BROKEN["single quotes"]) == value_atoms(INTENDED)

@@ -1,0 +1,53 @@
+"""The Markdown structure rules and their deterministic fixes."""
+
+from __future__ import annotations
+
+from engine.markdown_rules import cells, fix, problems
+
+TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
+
+
+def test_a_well_formed_document_has_no_problems():
+    text = "# Title\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- one\n- two\n\n```py\nx = *y\n```\n\n*em* and `code`\n"
+    assert problems(text) == []
+    assert fix(text) == text
+
+
+def test_table_rows_get_the_widest_rows_column_count_and_extra_cells_are_kept():
+    fixed = fix(TABLE)
+    rows = fixed.splitlines()
+    assert {len(cells(row)) for row in rows} == {3}
+    assert "extra" in rows[3] and rows[0].startswith("| name | size |")
+    assert problems(fixed) == []
+
+
+def test_table_problem_covers_the_whole_table():
+    [problem] = problems("intro\n\n" + TABLE + "\noutro\n")
+    assert problem.rule == "table"
+    assert problem.start == len("intro\n\n") and problem.end == len("intro\n\n" + TABLE) - 1
+
+
+def test_an_unclosed_fence_is_closed_with_the_same_marker():
+    assert fix("text\n~~~~js\nlet x\n") == "text\n~~~~js\nlet x\n~~~~\n"
+
+
+def test_pipes_inside_code_spans_and_escaped_pipes_do_not_split_cells():
+    assert cells("| `a|b` | c \\| d |") == [" `a|b` ", " c \\| d "]
+
+
+def test_emphasis_and_inline_code_are_closed_on_their_line():
+    assert fix("some **bold\nand `code\n") == "some **bold**\nand `code`\n"
+    assert fix("an *emphasis\n") == "an *emphasis*\n"
+
+
+def test_arithmetic_rules_and_snake_case_are_not_emphasis():
+    assert problems("2 * 3 = 6, snake_case_name\n\n* * *\n") == []
+
+
+def test_list_markers_follow_the_first_item():
+    assert fix("- a\n* b\n+ c\n\n1. x\n2) y\n") == "- a\n- b\n- c\n\n1. x\n2. y\n"
+
+
+def test_nested_lists_keep_their_own_marker():
+    text = "- a\n  * inner\n  * inner\n- b\n"
+    assert problems(text) == []
