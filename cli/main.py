@@ -45,6 +45,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
     _model_options(serve)
 
+    fix = commands.add_parser("fix", help="fix a JSON or Markdown file (or a range of it); prints the result")
+    fix.add_argument("path", type=Path, help="the file")
+    fix.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
+                     "exclusive)")
+    fix.add_argument("--kind", choices=("auto", "json", "markdown", "regenerate"), default="auto",
+                     help="what to do (default: by the text and the file's extension)")
+    fix.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    fix.add_argument("--write", action="store_true", help="write the fixed text back to the file")
+    fix.add_argument("--no-model", action="store_true", help="deterministic repairs only (no diffusion candidates)")
+    _model_options(fix)
+
     train = commands.add_parser("train", help="train the embedded model (resumable)")
     train.add_argument("--run-dir", type=Path, default=Path("runs/tiny"), help="checkpoints, logs, probes")
     train.add_argument("--export", type=Path, default=Path("engine/model"), help="save_pretrained directory")
@@ -75,6 +86,34 @@ def _complete(args: argparse.Namespace) -> int:
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
     return run(create_engine(loaded, settings), location, args.json)
+
+
+def _fix(args: argparse.Namespace) -> int:
+    import torch
+
+    from cli.fix import RangeError, Selection, run
+    from engine.fixes import Fixer
+    from engine.loading import ModelLoadError, load
+    from engine.repair import DiffusionRepairer, RepairSettings
+
+    torch.manual_seed(args.seed)
+    try:
+        text = args.path.read_text(encoding="utf-8")
+        selection = Selection.parse(args.range, text)
+        loaded = None if args.no_model else load(args.model, args.device, args.dtype,
+                                                 trust_remote_code=args.trust_remote_code)
+    except (RangeError, OSError, ModelLoadError) as error:
+        print(f"diffusion-infill: {error}", file=sys.stderr)
+        return 2
+    canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
+    repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
+    try:
+        unavailable = "--no-model was given" if loaded is None else \
+            f"{loaded.source} was not trained on the infill canvas"
+        return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write)
+    except RangeError as error:
+        print(f"diffusion-infill: {error}", file=sys.stderr)
+        return 2
 
 
 def _tcp_address(value: str) -> tuple[str, int]:
@@ -132,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
-    handlers = {"complete": _complete, "serve": _serve, "train": _train}
+    handlers = {"complete": _complete, "serve": _serve, "train": _train, "fix": _fix}
     return handlers[args.command](args)
 
 

@@ -44,6 +44,7 @@ class FixResult:
     reason: str | None = None  # why not, when not fixed
     source: str | None = None  # which kind of candidate won
     tried: int = 0  # candidates validated
+    valid_sources: tuple[str, ...] = ()  # the source of every distinct valid candidate, best first
 
 
 def edit_size(before: str, after: str) -> int:
@@ -58,9 +59,9 @@ def changed_spans(before: str, after: str) -> list[Span]:
     return [Span(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
 
 
-def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-           lost: Callable[[str], int]) -> Candidate | None:
-    """The valid candidate that loses the least content, then changes the fewest characters."""
+def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
+         lost: Callable[[str], int]) -> list[Candidate]:
+    """The distinct valid candidates that change something: least content lost first, then the smallest edit."""
     seen, ranked = set(), []
     for candidate in candidates:
         if candidate.text in seen or candidate.text == original:
@@ -69,7 +70,14 @@ def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bo
         if valid(candidate.text):
             ranked.append(((lost(candidate.text), edit_size(original, candidate.text)), candidate))
     ranked.sort(key=lambda item: item[0])
-    return ranked[0][1] if ranked else None
+    return [candidate for _, candidate in ranked]
+
+
+def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
+           lost: Callable[[str], int]) -> Candidate | None:
+    """The valid candidate that loses the least content, then changes the fewest characters."""
+    ranked = rank(original, candidates, valid, lost)
+    return ranked[0] if ranked else None
 
 
 def _loads(text: str) -> bool:
@@ -80,17 +88,30 @@ def _loads(text: str) -> bool:
     return True
 
 
-def _result(original: str, candidates: list[Candidate], chosen: Candidate | None, reason: str) -> FixResult:
-    if chosen is None:
+def markdown_validator(deterministic: str) -> Callable[[str], bool]:
+    """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
+    deterministic fix (a table must not pass the rules by turning into prose)."""
+    structure = markdown_rules.outline(deterministic)
+
+    def valid(candidate: str) -> bool:
+        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure
+
+    return valid
+
+
+def _result(original: str, candidates: list[Candidate], ranked: list[Candidate], reason: str) -> FixResult:
+    if not ranked:
         return FixResult(original, False, reason, tried=len(candidates))
-    return FixResult(chosen.text, True, source=chosen.source, tried=len(candidates))
+    return FixResult(ranked[0].text, True, source=ranked[0].source, tried=len(candidates),
+                     valid_sources=tuple(candidate.source for candidate in ranked))
 
 
 class Fixer:
     """The code actions' engine side; `repairer` is None when the model cannot fill canvases."""
 
-    def __init__(self, repairer: DiffusionRepairer | None):
+    def __init__(self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded"):
         self.repairer = repairer
+        self.unavailable = unavailable  # why there is no repairer, for "regenerate" to say
 
     def _diffusion(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
         if self.repairer is None or not spans:
@@ -119,8 +140,8 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - jsonfix.value_atoms(json.loads(candidate))).values())
 
-        chosen = choose(text, candidates, _loads, lost)
-        return _result(text, candidates, chosen, "no candidate repair of the selection is valid JSON")
+        ranked = rank(text, candidates, _loads, lost)
+        return _result(text, candidates, ranked, "no candidate repair of the selection is valid JSON")
 
     def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         found = markdown_rules.problems(text)
@@ -134,13 +155,13 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - Counter(_WORD.findall(candidate))).values())
 
-        chosen = choose(text, candidates, lambda candidate: not markdown_rules.problems(candidate), lost)
-        return _result(text, candidates, chosen, "no candidate passes the Markdown rules: "
+        ranked = rank(text, candidates, markdown_validator(deterministic), lost)
+        return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 
     def regenerate(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         if self.repairer is None:
-            return FixResult(text, False, "the model cannot regenerate text in place (not trained on the canvas)")
+            return FixResult(text, False, f"cannot regenerate: {self.unavailable}")
         try:
             filled = self.repairer.regenerate(around.before, text, around.after)
         except (RuntimeError, ValueError) as error:

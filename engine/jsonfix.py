@@ -27,6 +27,10 @@ _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 _OPENERS = {"{": "}", "[": "]"}
 # What may follow a closing quote; anything else suggests the quote was not the end.
 _FOLLOWERS = frozenset(",:]}/#") | frozenset(" \t\r\n")
+# Inside a string that lost its closing quote, a comma followed by what starts a JSON value or a
+# key (`, null`, `, 12`, `, "x"`, `, key:`) is structure, not prose ("one, two" is prose).
+_STRUCTURE_AFTER_COMMA = re.compile(
+    r""",\s*(?:(?:null|true|false|None|True|False)\b|-?\d|["'{\[]|[A-Za-z_$][\w$-]*\s*:)""")
 
 
 @dataclass(frozen=True)
@@ -75,18 +79,24 @@ def _string(text: str, start: int) -> tuple[str, int, bool]:
     An unclosed string ends at the end of its line, before any trailing commas and
     closers there: the quote that went missing was most likely right before them. A
     closing quote followed by a word (`"x, "b": 1`) most likely opened the next string,
-    so the string ends at its last comma instead.
+    so the string ends at its last comma instead (or where its text ends). Either way, a
+    comma followed by what starts a JSON value or key ends it sooner.
     """
     quote = text[start]
     close, closed = _string_end(text, start)
     raw = text[start + 1 : close]
     if closed:
         after = text[close + 1 : close + 2]
+        if not after or after in _FOLLOWERS:
+            return '"' + _body(raw, quote) + '"', close + 1, True
+        # The quote at `close` opens the next string: this one ended at its last comma, or
+        # where its text ends; the closers before that comma were structure, not text.
         comma = raw.rfind(",")
-        if after and after not in _FOLLOWERS and comma != -1:
-            return '"' + _body(raw[:comma].rstrip(), quote) + '"', start + 1 + comma, False
-        return '"' + _body(raw, quote) + '"', close + 1, True
-    kept = raw.rstrip(" \t,]}")
+        kept = raw[:comma].rstrip(" \t]}") if comma != -1 else raw.rstrip()
+    else:
+        kept = raw.rstrip(" \t,]}")
+    if structure := _STRUCTURE_AFTER_COMMA.search(kept):
+        kept = kept[: structure.start()].rstrip(" \t]}")
     return '"' + _body(kept, quote) + '"', start + 1 + len(kept), False
 
 
@@ -275,7 +285,10 @@ def structural_repair(text: str) -> str | None:
     """The text rewritten as JSON with the smallest local changes, or None when it is not one value."""
     if not text.strip():
         return None
-    return _Parser(tokenize(text)).document()
+    try:
+        return _Parser(tokenize(text)).document()
+    except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
+        return None
 
 
 @dataclass(frozen=True)
@@ -301,6 +314,8 @@ def damage(text: str) -> list[Damage]:
         return []
     except json.JSONDecodeError as error:
         found = [Damage(error.pos, min(error.pos + 1, len(text)), error.msg)]
+    except RecursionError:
+        return [Damage(0, len(text), "nested too deeply to load")]
     source = text.encode("utf-8")
     stack = [_json_parser().parse(source).root_node]
     while stack:

@@ -242,6 +242,23 @@ def _open_fence(lines: list[_Line]) -> _Line | None:
     return fence_line
 
 
+@dataclass(frozen=True)
+class Outline:
+    """The structure a fix must keep: a candidate that passes the rules by dissolving a table
+    (or a fence, or a list) into prose has not fixed it."""
+
+    table_rows: tuple[int, ...]  # rows of each table, in order
+    fences: int  # fence lines
+    list_items: int
+
+
+def outline(text: str) -> Outline:
+    lines = _lines(text)
+    return Outline(tuple(len(table.rows) for table in _tables(lines)),
+                   sum(1 for line in lines if _FENCE.match(line.text)),
+                   sum(1 for line in lines if not line.in_code and _list_marker(line.text)))
+
+
 FIX_ROUNDS = 3  # closing a code span can reveal emphasis it hid; a few rounds settle it
 
 

@@ -36,6 +36,7 @@ class RepairSettings:
     max_gaps: int = 8  # more damaged spans than this are merged from the nearest ones on
     max_canvas: int = 512  # tokens; a selection that needs a longer canvas gets no diffusion candidate
     seed: int = 0  # sampling seed: the same selection gets the same candidates
+    renoise: float = 0.5  # regenerate: share of the selection's tokens noised before the first step
     denoise: DenoiseSettings = field(default_factory=lambda: DenoiseSettings(max_steps=12))
 
 
@@ -66,8 +67,13 @@ class DiffusionRepairer:
     def _encode(self, text: str) -> list[int]:
         return self.loaded.tokenizer.encode(text, add_special_tokens=False) if text else []
 
-    def fill(self, before: str, text: str, spans: list[Span], after: str) -> list[str]:
-        """Candidates: `text` with every span replaced by what the model writes there (one per sample)."""
+    def fill(self, before: str, text: str, spans: list[Span], after: str, renoise: float | None = None) -> list[str]:
+        """Candidates: `text` with every span replaced by what the model writes there (one per sample).
+
+        With `renoise`, each gap starts from its span's own tokens with that share of them
+        noised (and END after them), instead of from pure noise: the first step sees the
+        old text through the noise, as in re-noising a draft.
+        """
         spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
         spans = merge([Span(max(0, s.start), min(len(text), s.end)) for s in spans], self.settings.max_gaps)
         if not spans:
@@ -94,9 +100,12 @@ class DiffusionRepairer:
         cache.batch_repeat_interleave(rows)
         batch = torch.tensor([layout.tokens] * rows, device=model.device)
         generator = torch.Generator(device=model.device).manual_seed(self.settings.seed)
+        start = None
+        if renoise is not None and spec.noise == "mask":  # uniform-noise checkpoints start from random tokens
+            start = self._renoised(batch, layout, [text[s.start : s.end] for s in spans], renoise, generator)
         last = None
         for step in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise, batch=batch,
-                            generator=generator):
+                            start=start, generator=generator):
             last = step  # only the converged canvas is a candidate
         if last is None:
             return []
@@ -109,6 +118,17 @@ class DiffusionRepairer:
             candidates.append("".join(pieces))
         return candidates
 
+    def _renoised(self, batch: torch.LongTensor, layout, olds: list[str], share: float,
+                  generator: torch.Generator) -> torch.LongTensor:
+        """Gap slots holding the old text with `share` of its tokens masked, END after it."""
+        ids, start = self.loaded.ids, batch.clone()
+        for gap, old in zip(layout.gaps, olds, strict=True):
+            tokens = torch.tensor(self._encode(old) + [ids.end], device=batch.device)[: len(gap)]
+            slots = slice(gap.start, gap.start + len(tokens))
+            noised = torch.rand((batch.shape[0], len(tokens)), generator=generator, device=batch.device) < share
+            start[:, slots] = torch.where(noised, ids.mask, tokens.expand(batch.shape[0], -1))
+        return start
+
     def regenerate(self, before: str, text: str, after: str) -> list[str]:
-        """The selection re-noised whole and denoised with the surroundings as context."""
-        return self.fill(before, text, [Span(0, len(text))], after)
+        """The selection re-noised and denoised with the surroundings as context."""
+        return self.fill(before, text, [Span(0, len(text))], after, renoise=self.settings.renoise)

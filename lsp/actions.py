@@ -3,7 +3,8 @@ Regenerate selection (refactor.rewrite).
 
 Targets come from the selection (any non-empty range) and from our own diagnostics in
 the request's context (for JSON the whole document, for Markdown the problem's lines).
-The repair runs on the engine thread (engine.fixes); a fixed target becomes a versioned
+The repair runs on the engine thread (engine.fixes), once per document version and target
+(editors ask again at every cursor move); a fixed target becomes a versioned
 WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
 offered disabled with the reason (when the client can show that) and edits nothing.
 """
@@ -11,6 +12,7 @@ offered disabled with the reason (when the client can show that) and edits nothi
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,6 +48,33 @@ class Target:
     start: int  # offsets into the document
     end: int
     diagnostics: tuple[types.Diagnostic, ...] = ()
+
+
+FixKey = tuple[str, int, str, int, int]  # uri, version, action, start, end
+
+
+class FixResults:
+    """The latest fix results, so that a client asking again for the same place of the same
+    version (editors ask at every cursor move) is answered without running the model again."""
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self._results: OrderedDict[FixKey, FixResult] = OrderedDict()
+
+    def get(self, key: FixKey) -> FixResult | None:
+        if key in self._results:
+            self._results.move_to_end(key)
+        return self._results.get(key)
+
+    def put(self, key: FixKey, result: FixResult) -> None:
+        self._results[key] = result
+        self._results.move_to_end(key)
+        while len(self._results) > self.size:
+            self._results.popitem(last=False)
+
+    def clear(self) -> None:
+        """Another model or other settings: the kept results would no longer be what it computes."""
+        self._results.clear()
 
 
 def _looks_like_json(text: str) -> bool:
@@ -87,7 +116,9 @@ def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic])
 
 def _wanted(kind: types.CodeActionKind, only: list[str] | None) -> bool:
     """Whether `kind` is among the kinds the client asked for (a kind covers its sub-kinds)."""
-    return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+    name = str(getattr(kind, "value", kind))
+    wanted = [str(getattr(item, "value", item)) for item in only or []]
+    return not wanted or any(name == item or name.startswith(f"{item}.") for item in wanted)
 
 
 def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
@@ -147,9 +178,13 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     disabled_support = bool(capability and capability.disabled_support)
     actions = []
     for target in targets(snapshot, params, encoding):
-        selected, around = snapshot.text[target.start : target.end], surroundings(snapshot, target)
-        future = ls.worker.fix(lambda fixer, t=target, s=selected, a=around: t.action.run(fixer, s, a))
-        result = await asyncio.wrap_future(future)
+        key = (snapshot.uri, snapshot.version, target.action.name, target.start, target.end)
+        result = ls.fixes.get(key)
+        if result is None:
+            selected, around = snapshot.text[target.start : target.end], surroundings(snapshot, target)
+            future = ls.worker.fix(lambda fixer, t=target, s=selected, a=around: t.action.run(fixer, s, a))
+            result = await asyncio.wrap_future(future)
+            ls.fixes.put(key, result)
         action = code_action(snapshot, target, result, encoding, disabled_support)
         if action is not None:
             actions.append(action)

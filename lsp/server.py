@@ -55,6 +55,7 @@ class InfillServer(LanguageServer):
         self.documents = Documents()
         self.worker = EngineWorker(options.trust_remote_code)
         self.runs = Runs(self.worker, self.publish_draft)
+        self.fixes = actions.FixResults()  # code-action results per document version and target
         self.telemetry = Telemetry(options.telemetry)
         self.loading: Future[LoadOutcome] | None = None
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
@@ -84,6 +85,7 @@ class InfillServer(LanguageServer):
     def load_model(self) -> None:
         settings = self.settings
         self.runs.clear()
+        self.fixes.clear()
         self.loading = self.worker.load(settings.model, settings.device, settings.dtype, settings.engine_settings())
 
     def apply(self, settings: ServerSettings) -> None:

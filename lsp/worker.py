@@ -80,13 +80,13 @@ class EngineWorker:
 
     def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
         self._loaded = self._engine = None
-        self._fixer = Fixer(None)
+        self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
         try:
             self._loaded = load(model, device, dtype, trust_remote_code=self._trust_remote_code)
             self._engine = create_engine(self._loaded, settings)
-            if self._loaded.spec is not None:
-                self._fixer = Fixer(DiffusionRepairer(self._loaded))
+            self._fixer = Fixer(DiffusionRepairer(self._loaded)) if self._loaded.spec is not None else \
+                Fixer(None, f"{self._loaded.source} was not trained on the infill canvas")
         except ModelLoadError as error:
             self.state = State.FAILED
             return LoadOutcome(model or "the embedded model", str(error))

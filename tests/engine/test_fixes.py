@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size
-from engine.markdown_rules import problems
+from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size, markdown_validator
+from engine.markdown_rules import fix, problems
 from engine.repair import DiffusionRepairer, RepairSettings, Span, merge
 
 
@@ -94,6 +94,20 @@ def test_regenerate_either_returns_a_closure_valid_replacement_or_says_why(repai
         assert result.text == "w * h"
 
 
-def test_regenerate_needs_a_canvas_model():
-    result = Fixer(None).regenerate("x", Surroundings())
-    assert not result.fixed and "canvas" in result.reason
+def test_regenerate_needs_a_canvas_model_and_says_why_there_is_none():
+    result = Fixer(None, "the model could not be loaded").regenerate("x", Surroundings())
+    assert not result.fixed and result.reason == "cannot regenerate: the model could not be loaded"
+
+
+def test_a_markdown_candidate_that_dissolves_the_table_is_not_valid():
+    text = "| a | b |\n|---|---|\n| 1 |\n"
+    valid = markdown_validator(fix(text))
+    assert valid(fix(text))
+    assert not valid("| a | b |\n| 1 |\n")  # passes the rules only because the delimiter row is gone
+
+
+def test_regenerate_starts_from_the_renoised_selection_and_is_repeatable(repairer):
+    before, selection, after = "total = ", "price * count", "\nprint(total)\n"
+    first = repairer.regenerate(before, selection, after)
+    assert len(first) == repairer.settings.samples and all(isinstance(text, str) for text in first)
+    assert repairer.regenerate(before, selection, after) == first

@@ -63,3 +63,18 @@ def test_damage_points_at_the_broken_place():
 def test_atoms_of_the_broken_text_match_the_atoms_of_the_intended_value():
     assert atoms(BROKEN["python literals"]) == value_atoms(INTENDED)
     assert atoms(BROKEN["single quotes"]) == value_atoms(INTENDED)
+
+
+def test_closers_swallowed_by_an_unclosed_string_go_back_to_the_structure():
+    text = '{"a": {"b": "x}, "c": 1}'
+    assert json.loads(structural_repair(text)) == {"a": {"b": "x"}, "c": 1}
+
+
+def test_an_unclosed_string_ends_where_json_structure_starts_but_prose_commas_stay():
+    assert json.loads(structural_repair('{"a": ["beta, null, 3], "b": "one, two, three"}')) == \
+        {"a": ["beta", None, 3], "b": "one, two, three"}
+    assert json.loads(structural_repair("{a: 'x, b: 1, c: 'y'}")) == {"a": "x", "b": 1, "c": "y"}
+
+
+def test_absurd_nesting_is_declined_not_crashed_on():
+    assert structural_repair("[" * 100_000) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.markdown_rules import cells, fix, problems
+from engine.markdown_rules import Outline, cells, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
 
@@ -51,3 +51,9 @@ def test_list_markers_follow_the_first_item():
 def test_nested_lists_keep_their_own_marker():
     text = "- a\n  * inner\n  * inner\n- b\n"
     assert problems(text) == []
+
+
+def test_the_outline_counts_tables_fences_and_list_items():
+    text = "| a |\n|---|\n| 1 |\n\n```\nx\n```\n\n- a\n- b\n"
+    assert outline(text) == Outline(table_rows=(3,), fences=2, list_items=2)
+    assert outline("| a |\n| 1 |\n") == Outline(table_rows=(), fences=0, list_items=0)  # no delimiter row

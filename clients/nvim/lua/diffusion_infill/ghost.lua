@@ -101,6 +101,12 @@ function M.visible(buf)
   return st ~= nil and st.shown ~= nil
 end
 
+--- The final items of the last request in `buf` and the index of the one shown.
+function M.items(buf)
+  local st = states[buf or api.nvim_get_current_buf()]
+  return st and vim.deepcopy(st.items) or {}, st and st.index or 1
+end
+
 --- What the extmark shows now: {row, col, text, hl} or nil (for tests and :checkhealth).
 function M.shown(buf)
   local st = states[buf or api.nvim_get_current_buf()]
@@ -235,11 +241,9 @@ function M.schedule(buf)
   end))
 end
 
---- `infill/draft` handler: repaint the converging draft, if it is for this buffer, version and cursor.
-function M.on_draft(_, draft, ctx)
-  local buf = vim.uri_to_bufnr(draft.uri)
-  local client = vim.lsp.get_client_by_id(ctx.client_id)
-  if not client or api.nvim_get_current_buf() ~= buf or not in_insert() then
+--- Paints a draft if it is for this buffer, version and cursor (see M.on_draft).
+local function paint(buf, draft, client)
+  if api.nvim_get_current_buf() ~= buf or not in_insert() then
     return
   end
   if draft.version ~= vim.lsp.util.buf_versions[buf] then
@@ -252,19 +256,29 @@ function M.on_draft(_, draft, ctx)
     return
   end
   local st = state(buf)
+  if st.items[st.index] then
+    return -- a final item is shown: drafts of a later run (cycling) do not overwrite it
+  end
   if draft.final then
-    -- The final item replaces the draft: our answer (or the native one) draws it.
-    if draft.text == '' or config.options.native then
-      if not (st.items[st.index]) then
-        M.clear(buf)
-      end
+    -- The final item replaces the draft once the answer, right behind, is drawn (here, or by
+    -- vim.lsp.inline_completion); with no item there is nothing to wait for.
+    if draft.text == '' then
+      M.clear(buf)
     end
     return
   end
-  if st.items[st.index] then
-    return -- a final item is shown: an Invoked re-run's drafts do not overwrite it
-  end
   show(buf, row, col, draft.text, 'DiffusionInfillDraft')
+end
+
+--- `infill/draft` handler: repaints the converging draft, then fires `User DiffusionInfillDraft`
+--- (data: the notification's params) for statuslines and tests.
+function M.on_draft(_, draft, ctx)
+  local buf = vim.uri_to_bufnr(draft.uri)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    paint(buf, draft, client)
+  end
+  api.nvim_exec_autocmds('User', { pattern = 'DiffusionInfillDraft', data = draft, modeline = false })
 end
 
 local function exec_accept(buf, item)

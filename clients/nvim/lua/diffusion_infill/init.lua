@@ -91,10 +91,46 @@ local function map_keys(buf)
   end
 end
 
+local function empty_range(item)
+  local r = item.range
+  return r and r.start.line == r['end'].line and r.start.character == r['end'].character
+end
+
+--- vim.lsp.inline_completion draws an item with a `range` as an overlay, which would hide the
+--- code after a mid-line cursor; an empty range (insert at the cursor) means the same as none,
+--- which it draws inline. So this client's answers lose their empty ranges before it sees them,
+--- and the draft is cleared once the answer is drawn.
+local function drop_empty_ranges(client)
+  if client._diffusion_infill_request then
+    return
+  end
+  local request = client.request
+  client._diffusion_infill_request = request
+  client.request = function(self, method, params, handler, ...)
+    if method == 'textDocument/inlineCompletion' and handler then
+      local inner = handler
+      handler = function(err, result, ctx, ...)
+        for _, item in ipairs(result and (result.items or result) or {}) do
+          if empty_range(item) then
+            item.range = nil
+          end
+        end
+        local value = inner(err, result, ctx, ...)
+        if ctx and ctx.bufnr then
+          ghost.clear(ctx.bufnr) -- the final item is drawn now: the draft goes without a blank frame
+        end
+        return value
+      end
+    end
+    return request(self, method, params, handler, ...)
+  end
+end
+
 local function on_attach(client, buf)
   ghost.attach(buf)
   map_keys(buf)
   if native() then
+    drop_empty_ranges(client)
     vim.lsp.inline_completion.enable(true, { bufnr = buf })
   end
 end

@@ -1,0 +1,7 @@
+-- Minimal config for the demo recording (record.sh): this plugin only, the server from PATH.
+vim.opt.rtp:prepend(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h'))
+vim.opt.swapfile = false
+vim.opt.number = true
+vim.opt.termguicolors = true
+vim.cmd.colorscheme('habamax')
+require('diffusion_infill').setup({ settings = { mode = 'single-line' } })

@@ -1,0 +1,64 @@
+// diffusion-infill for VS Code: starts `diffusion-infill serve`; vscode-languageclient (10+)
+// provides its inline completions and code actions, and this file paints the converging
+// `infill/draft` notifications as a decoration until the final item is shown.
+import * as vscode from 'vscode';
+import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
+
+const SECTION = 'diffusionInfill';
+const LANGUAGES = ['python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown'];
+let client: LanguageClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const [command, ...args] = config.get<string[]>('server.command', ['diffusion-infill', 'serve']);
+  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: LANGUAGES.map((language) => ({ language })),
+    initializationOptions: { [SECTION]: serverSettings(config as unknown as Record<string, unknown>) },
+    synchronize: { configurationSection: SECTION },
+  };
+  client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
+
+  const decoration = vscode.window.createTextEditorDecorationType({
+    after: { color: new vscode.ThemeColor('editorGhostText.foreground'), fontStyle: 'italic' },
+  });
+  let shown: { editor: vscode.TextEditor; ghost: Ghost } | undefined;
+  const clear = () => {
+    shown?.editor.setDecorations(decoration, []);
+    shown = undefined;
+  };
+  const paint = (draft: Draft) => {
+    if (!vscode.workspace.getConfiguration(SECTION).get<boolean>('showDrafts', true)) {
+      return;
+    }
+    const editor = vscode.window.activeTextEditor;
+    const state = editor && {
+      uri: editor.document.uri.toString(),
+      version: editor.document.version,
+      cursor: editor.selection.active,
+    };
+    const ghost = ghostFor(draft, state);
+    if (ghost === null) {
+      clear();
+    } else if (ghost && editor && !sameGhost(ghost, shown?.ghost)) {
+      const at = new vscode.Position(ghost.line, ghost.character);
+      editor.setDecorations(decoration, [{ range: new vscode.Range(at, at), renderOptions: { after: { contentText: label(ghost) } } }]);
+      shown = { editor, ghost };
+    }
+  };
+
+  context.subscriptions.push(
+    decoration,
+    client.onNotification('infill/draft', paint),
+    vscode.window.onDidChangeTextEditorSelection(clear),
+    vscode.workspace.onDidChangeTextDocument(clear),
+    vscode.window.onDidChangeActiveTextEditor(clear),
+    client,
+  );
+  await client.start();
+}
+
+export function deactivate(): Thenable<void> | undefined {
+  return client?.stop();
+}

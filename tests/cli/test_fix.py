@@ -1,0 +1,75 @@
+"""`diffusion-infill fix PATH`: the whole file or a range, the JSON contract, --write."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from cli.fix import RangeError, Selection
+from cli.main import main
+
+BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
+
+
+def last_json(output: str) -> dict:
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def test_json_output_is_one_object_on_the_last_line_and_the_file_is_untouched(tmp_path):
+    source = tmp_path / "broken.json"
+    source.write_text(BROKEN)
+    command = shutil.which("diffusion-infill")
+    assert command, "the console script is installed with the project"
+    done = subprocess.run([command, "fix", str(source), "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = last_json(done.stdout)
+    assert set(result) == {"text", "fixed", "reason"}
+    assert result["fixed"] is True and result["reason"] is None
+    assert json.loads(result["text"]) == {"name": "demo", "tags": ["a", "b"], "private": True}
+    assert source.read_text() == BROKEN
+
+
+def test_a_range_fixes_only_that_part_and_write_saves_it(tmp_path, capsys):
+    text = "# Notes\n\n```json\n{\"a\": 1,}\n```\n\n| a | b |\n|---|---|\n| 1 |\n"
+    source = tmp_path / "notes.md"
+    source.write_text(text)
+    assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write"]) == 0
+    result = last_json(capsys.readouterr().out)
+    assert result["text"] == text.replace('{"a": 1,}', '{"a": 1}')  # the table outside the range stays as it was
+    assert source.read_text() == result["text"]
+
+
+def test_markdown_file_is_fixed_whole(tmp_path, capsys):
+    source = tmp_path / "table.md"
+    source.write_text("| a | b |\n|---|---|\n| 1 |\n")
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 |  |\n"
+
+
+def test_no_valid_fix_reports_why_and_changes_nothing(tmp_path, capsys):
+    source = tmp_path / "valid.json"
+    source.write_text('{"a": 1}\n')
+    assert main(["fix", str(source), "--json", "--write"]) == 1
+    result = last_json(capsys.readouterr().out)
+    assert result == {"text": '{"a": 1}\n', "fixed": False, "reason": "the selection is already valid JSON"}
+    assert source.read_text() == '{"a": 1}\n'
+
+
+def test_an_unknown_kind_of_file_asks_for_kind(tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_text("plain words\n")
+    assert main(["fix", str(source), "--no-model"]) == 2
+    assert "--kind" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["1:1", "1:1-x:2", "9:1-9:2", "1:5-1:1"])
+def test_bad_ranges_are_errors(spec):
+    with pytest.raises(RangeError):
+        Selection.parse(spec, "abc\n")
+
+
+def test_range_columns_are_one_based_and_the_end_exclusive():
+    assert Selection.parse("2:2-2:4", "ab\ncdef\n") == Selection(4, 6)

@@ -1,0 +1,286 @@
+"""clients/nvim in a real headless Neovim against the real server: drafts painted as an
+extmark while they converge, replaced by the final item, accepted with <Tab>.
+
+The embedded model is weak: at a given cursor it may answer nothing. Tests that need a
+shown item try a few mid-line cursors in real code and assert the mechanics at the first
+one that gets an item."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from nvim_driver import Nvim, start_nvim
+
+CODE = '''import os
+
+
+def read_lines(path):
+    with open(path) as handle:
+        return [line.rstrip() for line in handle]
+
+
+def main():
+    lines = read_lines(os.path.join("data", "input.txt"))
+    total = sum(len(line) for line in lines)
+    print(total, len(lines))
+'''
+# (row, col), 0-based, mid-line: the model sees code on both sides.
+CURSORS = [(9, 36), (5, 26), (10, 16), (4, 19), (11, 15), (9, 12)]
+_files = itertools.count()
+
+SHOWN = "require('diffusion_infill.ghost').shown()"
+OWN_NS = "vim.api.nvim_create_namespace('diffusion_infill')"
+NATIVE_NS = "vim.api.nvim_create_namespace('nvim.lsp.inline_completion')"
+FINAL = "(function() for _, d in ipairs(_G.drafts) do if d.draft.final then return d.draft end end end)()"
+
+
+@pytest.fixture(scope="module")
+def nvim(model_dir, tmp_path_factory):
+    editor = start_nvim(model_dir, tmp_path_factory.mktemp("telemetry") / "t.json", native=False)
+    yield editor
+    editor.close()
+
+
+@pytest.fixture(scope="module")
+def native(model_dir, tmp_path_factory):
+    editor = start_nvim(model_dir, tmp_path_factory.mktemp("telemetry") / "t.json", native=True)
+    if not editor.lua("return vim.lsp.inline_completion ~= nil"):
+        editor.close()
+        pytest.skip("this Neovim has no vim.lsp.inline_completion (0.12+)")
+    yield editor
+    editor.close()
+
+
+def open_file(nvim: Nvim, tmp_path, text: str = CODE, auto: bool = True) -> None:
+    """Opens `text` as a new Python file in normal mode, with the server attached."""
+    nvim.type("<Esc>")
+    nvim.wait("vim.api.nvim_get_mode().mode == 'n'")
+    path = tmp_path / f"sample_{next(_files)}.py"
+    path.write_text(text)
+    nvim.lua("require('diffusion_infill.config').options.auto_trigger = ...", auto)
+    nvim.api.command(f"edit {path}")
+    nvim.wait("#vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' }) > 0")
+
+
+def insert_at(nvim: Nvim, row: int, col: int) -> None:
+    """Normal mode -> insert mode at (row, col); InsertEnter starts an automatic request."""
+    nvim.lua("_G.drafts = {}; vim.api.nvim_win_set_cursor(0, { ... })", row + 1, col)
+    nvim.type("i")
+    nvim.wait("vim.api.nvim_get_mode().mode == 'i'")
+
+
+def settled(nvim: Nvim, native: bool = False):
+    """Waits for the final draft and its item; returns (final draft, what is shown then)."""
+    if native:
+        drawn = f"#vim.api.nvim_buf_get_extmarks(0, {NATIVE_NS}, 0, -1, {{}}) > 0"
+    else:
+        drawn = f"({SHOWN} or {{}}).hl == 'DiffusionInfillGhost'"
+    final = nvim.wait(f"{FINAL} and (({FINAL}).text == '' or {drawn}) and {FINAL}", 120)
+    return final, nvim.lua(f"return {SHOWN}")
+
+
+def first_item(nvim: Nvim, tmp_path, native: bool = False):
+    """Tries the cursors until one gets an item; returns (row, col, final draft, shown)."""
+    for row, col in CURSORS:
+        open_file(nvim, tmp_path)
+        insert_at(nvim, row, col)
+        final, shown = settled(nvim, native)
+        if final["text"]:
+            return row, col, final, shown
+    pytest.fail(f"none of {len(CURSORS)} mid-line cursors got an item")
+
+
+def buffer(nvim: Nvim) -> str:
+    return "\n".join(nvim.api.current.buffer[:]) + "\n"
+
+
+def inserted(text: str, row: int, col: int, insertion: str) -> str:
+    lines = text.split("\n")
+    lines[row] = lines[row][:col] + insertion + lines[row][col:]
+    return "\n".join(lines)
+
+
+def test_drafts_are_painted_then_replaced_by_the_final_item(nvim, tmp_path):
+    row, col, final, shown = first_item(nvim, tmp_path)
+    steps = [d for d in nvim.lua("return _G.drafts") if not d["draft"]["final"]]
+    assert steps, "no draft before the final one"
+    for entry in steps:  # each draft was on screen right after it arrived
+        if entry["draft"]["text"]:
+            assert entry["shown"] == {"row": row, "col": col, "text": entry["draft"]["text"],
+                                      "hl": "DiffusionInfillDraft"}
+    assert shown == {"row": row, "col": col, "text": final["text"], "hl": "DiffusionInfillGhost"}
+    [mark] = nvim.lua(f"return vim.api.nvim_buf_get_extmarks(0, {OWN_NS}, 0, -1, {{ details = true }})")
+    assert mark[1:3] == [row, col] and mark[3]["virt_text"] == [[final["text"].split("\n")[0], "DiffusionInfillGhost"]]
+
+
+def test_tab_accepts_the_shown_item(nvim, tmp_path):
+    row, col, final, _ = first_item(nvim, tmp_path)
+    nvim.lua("_G.accepted = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+             "local exec = c.exec_cmd; c.exec_cmd = function(...) _G.accepted = _G.accepted + 1; return exec(...) end")
+    nvim.type("<Tab>")
+    expected = inserted(CODE, row, col, final["text"])
+    nvim.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
+    assert nvim.lua("return vim.api.nvim_win_get_cursor(0)") == [row + 1, col + len(final["text"].encode())]
+    assert nvim.lua("return _G.accepted") == 1  # the item's command ran (acceptance count)
+
+
+def test_tab_falls_back_to_a_plain_tab_when_nothing_is_shown(nvim, tmp_path):
+    open_file(nvim, tmp_path, auto=False)
+    insert_at(nvim, 11, 4)
+    nvim.type("<Tab>")
+    nvim.wait("vim.api.nvim_get_current_line() ~= '    print(total, len(lines))'", 10)
+    assert nvim.api.current.line.strip() == "print(total, len(lines))"
+    assert len(nvim.api.current.line) > len("    print(total, len(lines))")
+    assert nvim.lua("return #_G.drafts") == 0 and nvim.lua(f"return {SHOWN}") is None
+
+
+def test_leaving_insert_mode_or_moving_clears_the_ghost_text(nvim, tmp_path):
+    row, col, _, _ = first_item(nvim, tmp_path)
+    nvim.type("<Esc>")
+    nvim.wait(f"#vim.api.nvim_buf_get_extmarks(0, {OWN_NS}, 0, -1, {{}}) == 0", 10)
+    assert nvim.lua(f"return {SHOWN}") is None
+    insert_at(nvim, row, col)  # the server answers a finished result again, without drafts
+    nvim.wait(f"({SHOWN} or {{}}).hl == 'DiffusionInfillGhost'")
+    nvim.lua("require('diffusion_infill.config').options.auto_trigger = false")
+    nvim.type("<Left>")
+    nvim.wait(f"{SHOWN} == nil", 10)
+    assert buffer(nvim) == CODE
+
+
+FAKE_DRAFT = """
+local text = ...
+local client = vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' })[1]
+local buf = vim.api.nvim_get_current_buf()
+require('diffusion_infill.ghost').on_draft(nil, {
+  uri = vim.uri_from_bufnr(buf), version = vim.lsp.util.buf_versions[buf], step = 1, final = false, text = text,
+  position = vim.lsp.util.make_position_params(0, client.offset_encoding).position,
+}, { client_id = client.id })
+"""
+
+
+def test_multi_line_draft_uses_virt_lines_and_is_not_repainted_when_unchanged(nvim, tmp_path):
+    open_file(nvim, tmp_path, auto=False)
+    insert_at(nvim, 11, 4)
+    nvim.lua("_G.marks = 0; local set = vim.api.nvim_buf_set_extmark; "
+             "vim.api.nvim_buf_set_extmark = function(...) _G.marks = _G.marks + 1; return set(...) end")
+    try:
+        for _ in range(3):
+            nvim.lua(FAKE_DRAFT, "x = 1\nfoo(x)")
+        assert nvim.lua("return _G.marks") == 1
+        nvim.lua(FAKE_DRAFT, "x = 2\nfoo(x)")
+        assert nvim.lua("return _G.marks") == 2
+    finally:
+        nvim.lua("vim.api.nvim_buf_set_extmark = vim.api.nvim_buf_set_extmark")
+    [mark] = nvim.lua(f"return vim.api.nvim_buf_get_extmarks(0, {OWN_NS}, 0, -1, {{ details = true }})")
+    assert mark[3]["virt_text"] == [["x = 2", "DiffusionInfillDraft"]]
+    assert mark[3]["virt_lines"] == [[["foo(x)", "DiffusionInfillDraft"]]]
+
+
+def test_accept_word_and_accept_line(nvim, tmp_path):
+    open_file(nvim, tmp_path, "\n", auto=False)
+    insert_at(nvim, 0, 0)
+    nvim.lua(FAKE_DRAFT, "total = sum(x)\nprint(total)")
+    nvim.type("<M-Right>")
+    nvim.wait("vim.api.nvim_get_current_line() == 'total'", 10)
+    nvim.lua(FAKE_DRAFT, " = sum(x)\nprint(total)")
+    nvim.type("<M-Down>")
+    nvim.wait("vim.api.nvim_buf_line_count(0) == 2", 10)
+    assert nvim.api.current.buffer[:] == ["total = sum(x)", ""]
+    assert nvim.lua("return vim.api.nvim_win_get_cursor(0)") == [2, 0]
+
+
+def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(native, tmp_path):
+    row, col, final, shown = first_item(native, tmp_path, native=True)
+    drafts = native.lua("return _G.drafts")
+    steps = [entry for entry in drafts if entry["draft"]["text"] and not entry["draft"]["final"]]
+    assert any(entry["shown"] and entry["shown"]["hl"] == "DiffusionInfillDraft" for entry in steps), "no draft painted"
+    assert shown is None  # the overlay is gone: the native extmark shows the final item
+    [mark] = native.lua(f"return vim.api.nvim_buf_get_extmarks(0, {NATIVE_NS}, 0, -1, {{ details = true }})")
+    assert mark[1:3] == [row, col] and mark[3]["virt_text"][0][0] == final["text"].split("\n")[0]
+    assert mark[3]["virt_text_pos"] == "inline"  # not an overlay on the code after the cursor
+    native.type("<Tab>")
+    expected = inserted(CODE, row, col, final["text"])
+    native.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
+
+
+def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):
+    open_file(nvim, tmp_path, auto=False)
+    nvim.wait("(function() local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+              "local s = c and require('diffusion_infill').status[c.id]; return s and s:match('ready') end)()", 120)
+    nvim.api.command("checkhealth diffusion_infill")
+    report = "\n".join(nvim.api.current.buffer[:])
+    nvim.api.command("bwipeout")
+    assert "server command: " in report and "cli.main serve --model" in report
+    assert "model: " in report
+    assert "server running" in report and "ready" in report
+    assert "ERROR" not in report
+
+
+def test_a_burst_of_typing_sends_one_request(nvim, tmp_path):
+    open_file(nvim, tmp_path)
+    nvim.lua("_G.requests = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+             "c.request = function(self, method, ...) if method == 'textDocument/inlineCompletion' then "
+             "_G.requests = _G.requests + 1 end; return getmetatable(self).__index.request(self, method, ...) end")
+    try:
+        nvim.lua("_G.drafts = {}; vim.api.nvim_win_set_cursor(0, { 12, 4 })")
+        nvim.type("iprint(")  # InsertEnter and six changes inside the debounce: one request, for the last
+        final, _ = settled(nvim)
+        assert nvim.lua("return _G.requests") == 1
+        assert final["position"] == {"line": 11, "character": 10}
+    finally:
+        nvim.lua("vim.lsp.get_clients({ name = 'diffusion_infill' })[1].request = nil")
+
+
+def test_cycling_asks_for_several_items_and_shows_the_next(nvim, tmp_path):
+    nvim.lua("_G.kinds = {}; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+             "c.request = function(self, method, params, ...) if method == 'textDocument/inlineCompletion' then "
+             "table.insert(_G.kinds, params.context.triggerKind) end; "
+             "return getmetatable(self).__index.request(self, method, params, ...) end")
+    try:
+        for row, col in CURSORS:
+            open_file(nvim, tmp_path, auto=False)
+            insert_at(nvim, row, col)
+            nvim.type("<M-]>")  # one item or none yet: an Invoked request for several
+            final = nvim.wait(FINAL, 120)
+            nvim.wait(f"#require('diffusion_infill.ghost').items() > 0 or ({FINAL}).text == ''", 10)
+            items = nvim.lua("return require('diffusion_infill.ghost').items()")
+            if items:
+                break
+        else:
+            pytest.fail(f"none of {len(CURSORS)} mid-line cursors got an item")
+        assert nvim.lua("return _G.kinds")[-1] == 1  # Invoked
+        assert nvim.lua(f"return {SHOWN}")["text"] == final["text"]
+        nvim.type("<M-]>")  # with several items: the next one; with one, it asks again
+        nvim.wait(f"select(2, require('diffusion_infill.ghost').items()) == {2 if len(items) > 1 else 1}", 10)
+        assert nvim.lua(f"return {SHOWN}")["hl"] == "DiffusionInfillGhost"
+    finally:
+        nvim.lua("vim.lsp.get_clients({ name = 'diffusion_infill' })[1].request = nil")
+
+
+def test_diagnostics_and_code_actions_come_through_neovims_lsp_client(nvim, tmp_path):
+    nvim.type("<Esc>")
+    nvim.wait("vim.api.nvim_get_mode().mode == 'n'")
+    path = tmp_path / f"broken_{next(_files)}.json"
+    path.write_text('{"name": "shapes", "sides": 4,, "closed": true\n')
+    nvim.api.command(f"edit {path}")
+    nvim.wait("#vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' }) > 0")
+    if not nvim.lua("return vim.lsp.get_clients({ name = 'diffusion_infill' })[1].server_capabilities"
+                    ".codeActionProvider ~= nil"):
+        pytest.skip("this server offers no code actions")
+    nvim.wait("#vim.diagnostic.get(0, { namespace = vim.lsp.diagnostic.get_namespace("
+              "vim.lsp.get_clients({ name = 'diffusion_infill' })[1].id) }) > 0", 30)
+    titles = nvim.lua("""
+        local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
+        local diagnostic = vim.diagnostic.get(0)[1]
+        local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+        params.range = diagnostic.user_data.lsp.range
+        params.context = { diagnostics = { diagnostic.user_data.lsp } }
+        local answer = vim.lsp.buf_request_sync(0, 'textDocument/codeAction', params, 60000)
+        local titles = {}
+        for _, response in pairs(answer or {}) do
+          for _, action in ipairs(response.result or {}) do table.insert(titles, action.title) end
+        end
+        return titles
+    """)
+    assert titles, "no code action for the diagnostic"

@@ -1,0 +1,79 @@
+"""Which code actions a request is offered, and the kept results (no server process)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from engine.fixes import FixResult
+from lsp.actions import FixResults, targets
+from lsp.diagnostics import SOURCE, diagnose
+from lsp.documents import Document
+from lsp.positions import Lines
+
+
+def params(document: Document, start: int, end: int, diagnostics=(), only=None) -> types.CodeActionParams:
+    lines = Lines(document.text)
+    where = types.Range(lines.position(start, "utf-16"), lines.position(end, "utf-16"))
+    return types.CodeActionParams(text_document=types.TextDocumentIdentifier(document.uri), range=where,
+                                  context=types.CodeActionContext(diagnostics=list(diagnostics), only=only))
+
+
+def offered(document: Document, request: types.CodeActionParams) -> list[tuple[str, int, int]]:
+    return [(t.action.name, t.start, t.end) for t in targets(document, request, "utf-16")]
+
+
+def test_a_selection_in_python_is_offered_regenerate_only():
+    document = Document("file:///a.py", "python", 1, "x = [1, 2]\n")
+    assert offered(document, params(document, 0, 10)) == [("regenerate", 0, 10)]
+
+
+def test_a_json_looking_selection_anywhere_is_offered_fix_json():
+    text = "Notes\n\n{'a': 1}\n"
+    document = Document("file:///a.md", "markdown", 1, text)
+    start = text.index("{")
+    assert offered(document, params(document, start, start + 8)) == [
+        ("json", start, start + 8), ("markdown", start, start + 8), ("regenerate", start, start + 8)]
+
+
+def test_a_json_diagnostic_targets_the_whole_document_and_is_not_a_selection():
+    text = '{"a": 1,}'
+    document = Document("file:///a.json", "json", 1, text)
+    [diagnostic, *_] = diagnose(document, "utf-16")
+    request = params(document, 0, 0, [diagnostic])
+    request.range = diagnostic.range  # the client points at the diagnostic itself
+    assert offered(document, request) == [("json", 0, len(text))]
+
+
+def test_a_markdown_diagnostic_targets_its_lines():
+    text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\nend\n"
+    document = Document("file:///a.md", "markdown", 1, text)
+    [diagnostic] = diagnose(document, "utf-16")
+    assert diagnostic.source == SOURCE
+    table_start, table_end = text.index("| a"), text.index("| 1 |") + len("| 1 |")
+    assert offered(document, params(document, 5, 5, [diagnostic])) == [("markdown", table_start, table_end)]
+
+
+def test_only_filters_by_kind_prefix():
+    document = Document("file:///a.json", "json", 1, '{"a": 1,}')
+    assert offered(document, params(document, 0, 9, only=[types.CodeActionKind.Refactor])) == [("regenerate", 0, 9)]
+    assert offered(document, params(document, 0, 9, only=[types.CodeActionKind.QuickFix])) == [("json", 0, 9)]
+
+
+def test_other_servers_diagnostics_are_ignored():
+    document = Document("file:///a.json", "json", 1, '{"a": 1}')
+    foreign = types.Diagnostic(range=types.Range(types.Position(0, 0), types.Position(0, 1)), message="x",
+                               source="another-server")
+    assert offered(document, params(document, 0, 0, [foreign])) == []
+
+
+def test_kept_results_are_bounded_and_the_least_recent_goes_first():
+    results = FixResults(size=2)
+    first, second, third = ("file:///a", 1, "json", 0, 3), ("file:///a", 1, "json", 0, 4), \
+        ("file:///a", 2, "json", 0, 3)
+    results.put(first, FixResult("a", True))
+    results.put(second, FixResult("b", True))
+    assert results.get(first).text == "a"  # now the most recent
+    results.put(third, FixResult("c", True))
+    assert results.get(second) is None and results.get(first).text == "a" and results.get(third).text == "c"
+    results.clear()
+    assert results.get(first) is None

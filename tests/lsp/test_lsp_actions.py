@@ -1,0 +1,195 @@
+"""Code actions and diagnostics end to end through the real server on the embedded model.
+
+Fix JSON and Fix Markdown must produce a valid document whatever the model writes (every
+candidate is validated, the deterministic repair among them); Regenerate depends on the
+model, so only its contract is checked: an edit of the selection alone, or disabled with
+a reason. Every edit is applied as the editor would, and everything outside the target
+must be left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from lsp_client import Editor, capabilities, serve_command, start, stop
+from lsprotocol import types
+
+from engine import markdown_rules
+from lsp.positions import Lines
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
+PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+
+@pytest.fixture(scope="module")
+async def session(model_dir, tmp_path_factory):
+    caps = capabilities(["utf-16"])
+    caps.text_document.code_action.disabled_support = True
+    client, result = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"), caps)
+    client.initialize_result = result
+    yield client
+    await stop(client)
+
+
+@pytest.fixture
+def editor(session) -> Editor:
+    return Editor(session)
+
+
+async def open_diagnosed(editor: Editor, text: str, language: str, suffix: str) -> tuple[str, list]:
+    """Opens a document and returns its URI and the diagnostics published for it."""
+    published = editor.client.protocol.wait_for_notification(PUBLISH)  # registered before it can arrive
+    uri = editor.open(text, language, suffix)
+    params = await asyncio.wrap_future(published)
+    assert params.uri == uri and params.version == 1
+    return uri, list(params.diagnostics)
+
+
+def span(text: str, part: str) -> types.Range:
+    """The range of the first occurrence of `part` in `text`."""
+    lines, start = Lines(text), text.index(part)
+    return types.Range(lines.position(start, "utf-16"), lines.position(start + len(part), "utf-16"))
+
+
+async def code_actions(editor: Editor, uri: str, where: types.Range, diagnostics=(), only=None):
+    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=where,
+                                    context=types.CodeActionContext(diagnostics=list(diagnostics), only=only))
+    return await editor.client.text_document_code_action_async(params)
+
+
+def titled(actions, title: str) -> types.CodeAction:
+    [action] = [action for action in actions if action.title == title]
+    return action
+
+
+def applied(text: str, action: types.CodeAction, uri: str, version: int = 1) -> tuple[str, types.TextEdit]:
+    """The document after applying the action's one edit; checks the edit names the document version."""
+    [change] = action.edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == version
+    [edit] = change.edits
+    lines = Lines(text)
+    start, end = lines.offset(edit.range.start, "utf-16"), lines.offset(edit.range.end, "utf-16")
+    return text[:start] + edit.new_text + text[end:], edit
+
+
+async def test_code_action_kinds_are_advertised(session):
+    provider = session.initialize_result.capabilities.code_action_provider
+    assert set(provider.code_action_kinds) == {types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite}
+
+
+async def test_broken_json_document_is_diagnosed_and_its_diagnostic_offers_the_fix(editor):
+    text = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
+    uri, diagnostics = await open_diagnosed(editor, text, "json", ".json")
+    assert diagnostics and all(d.source == "diffusion-infill" for d in diagnostics)
+    actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics[:1])
+    fix = titled(actions, FIX_JSON)
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.disabled is None
+    fixed, _ = applied(text, fix, uri)
+    assert json.loads(fixed) == {"name": "demo", "tags": ["a", "b"], "private": True}
+
+
+async def test_valid_json_gets_empty_diagnostics(editor):
+    _, diagnostics = await open_diagnosed(editor, '{"a": [1, 2]}\n', "json", ".json")
+    assert diagnostics == []
+
+
+async def test_json_block_inside_markdown_is_fixed_and_nothing_else_changes(editor):
+    block = "{\"id\": 3, 'items': [1, 2 3], // counted\n \"done\": False,}"
+    text = f"# Config\n\nThe settings:\n\n```json\n{block}\n```\n\nMore prose with *emphasis*.\n"
+    uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
+    assert diagnostics == []
+    actions = await code_actions(editor, uri, span(text, block))
+    assert {action.title for action in actions} == {FIX_JSON, FIX_MARKDOWN, REGENERATE}
+    fixed, edit = applied(text, titled(actions, FIX_JSON), uri)
+    assert edit.range == span(text, block)  # the selection only
+    start = text.index(block)
+    assert fixed[:start] == text[:start] and fixed.endswith(text[start + len(block):])
+    assert json.loads(edit.new_text) == {"id": 3, "items": [1, 2, 3], "done": False}
+
+
+async def test_table_in_the_middle_of_a_document_is_diagnosed_and_fixed(editor):
+    table = "| tool | version | notes |\n|---|---|---|\n| ruff | 0.6 |\n| pytest | 8 | tests | extra |"
+    text = f"# Tools\n\nWe use:\n\n{table}\n\n## Next\n\n- one\n- two\n"
+    uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
+    [problem] = diagnostics
+    assert problem.code == "markdown-table" and problem.range == span(text, table)
+    actions = await code_actions(editor, uri, problem.range, [problem])
+    fix = titled(actions, FIX_MARKDOWN)
+    fixed, edit = applied(text, fix, uri)
+    assert edit.range == span(text, table)
+    assert fixed.startswith("# Tools\n\nWe use:\n\n") and fixed.endswith("\n\n## Next\n\n- one\n- two\n")
+    rows = edit.new_text.splitlines()
+    assert len({len(markdown_rules.cells(row)) for row in rows}) == 1 and "extra" in rows[-1]
+    assert markdown_rules.problems(fixed) == []
+
+
+async def test_markdown_selection_gets_fences_emphasis_and_lists_fixed(editor):
+    selection = "Some **bold text\n\n- a\n* b\n\n```python\nprint(1)\n"
+    text = "# Title\n\n" + selection
+    uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
+    assert {d.code for d in diagnostics} == {"markdown-emphasis", "markdown-list", "markdown-fence"}
+    actions = await code_actions(editor, uri, span(text, selection), only=[types.CodeActionKind.QuickFix])
+    assert [action.title for action in actions] == [FIX_MARKDOWN]
+    fixed, _ = applied(text, actions[0], uri)
+    assert fixed.startswith("# Title\n\nSome **bold text**\n\n- a\n- b\n\n```python\nprint(1)\n```")
+    assert markdown_rules.problems(fixed) == []
+
+
+async def test_regenerate_is_offered_for_any_language_and_touches_only_the_selection(editor):
+    text = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
+    uri = editor.open(text, "python", ".py")
+    actions = await code_actions(editor, uri, span(text, "width * height"))
+    [action] = actions
+    assert action.title == REGENERATE and action.kind == types.CodeActionKind.RefactorRewrite
+    if action.disabled is not None:
+        assert action.disabled.reason and action.edit is None
+    else:
+        fixed, edit = applied(text, action, uri)
+        assert edit.range == span(text, "width * height")
+
+
+async def test_no_valid_fix_is_offered_disabled_with_the_reason_and_changes_nothing(editor):
+    # Two top-level documents, too long for a repair canvas: no candidate can be valid.
+    records = "\n".join(json.dumps({"id": i, "label": f"record number {i}", "tags": ["a", "b"]}) for i in range(80))
+    uri, diagnostics = await open_diagnosed(editor, records, "json", ".json")
+    assert diagnostics
+    actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics)
+    fix = titled(actions, FIX_JSON)
+    assert fix.edit is None and "no candidate repair" in fix.disabled.reason
+    assert editor.texts[uri] == records
+
+
+async def test_an_empty_range_without_diagnostics_offers_nothing(editor):
+    text = '{"a": 1}\n'
+    uri, _ = await open_diagnosed(editor, text, "json", ".json")
+    assert not await code_actions(editor, uri, types.Range(types.Position(0, 1), types.Position(0, 1)))
+
+
+async def test_editing_the_document_republishes_its_diagnostics(editor):
+    uri, diagnostics = await open_diagnosed(editor, '{"a": 1}', "json", ".json")
+    assert diagnostics == []
+    published = editor.client.protocol.wait_for_notification(PUBLISH)
+    editor.insert(uri, types.Position(0, 7), ",")
+    params = await asyncio.wrap_future(published)
+    assert params.uri == uri and params.version == 2 and params.diagnostics
+
+
+async def test_fixes_still_work_when_the_model_cannot_be_loaded(tmp_path):
+    caps = capabilities(["utf-16"])
+    caps.text_document.code_action.disabled_support = True
+    client, _ = await start(serve_command(tmp_path / "no-such-model", tmp_path / "t.json"), caps)
+    try:
+        editor = Editor(client)
+        text = "[1, 2,"
+        uri, diagnostics = await open_diagnosed(editor, text, "json", ".json")
+        actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics)
+        fixed, _ = applied(text, titled(actions, FIX_JSON), uri)
+        assert json.loads(fixed) == [1, 2]
+        regenerate = await code_actions(editor, uri, span(text, "1, 2"))
+        assert titled(regenerate, REGENERATE).disabled.reason == "cannot regenerate: the model could not be loaded"
+    finally:
+        await stop(client)
