@@ -21,6 +21,13 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
 
 
+def _engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
+    parser.add_argument("--max-steps", type=int, help="denoising steps at most")
+    parser.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
+    parser.add_argument("--mode", choices=MODES, default="auto")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diffusion-infill", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
@@ -29,19 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
     complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:11:41")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-    complete.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
-    complete.add_argument("--max-steps", type=int, help="denoising steps at most")
-    complete.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
-    complete.add_argument("--mode", choices=MODES, default="auto")
+    _engine_options(complete)
     _model_options(complete)
 
     serve = commands.add_parser("serve", help="run the language server on stdio (or --tcp)")
     serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
     serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
-    serve.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
-    serve.add_argument("--max-steps", type=int, help="denoising steps at most")
-    serve.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
-    serve.add_argument("--mode", choices=MODES, default="auto")
+    _engine_options(serve)
     serve.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
     _model_options(serve)
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: a random-initialised tiny DiffusionGemma and its tokenizer (no download).
+"""Shared fixtures: a random-initialised tiny DiffusionGemma and its tokenizer (no download),
+and a copy of the embedded model for the end-to-end tests.
 
 The mechanics tests need a model with the real architecture and special tokens, not a
 trained one: random weights produce junk, and the engine must still honour its contracts.
@@ -6,13 +7,16 @@ trained one: random weights produce junk, and the engine must still honour its c
 
 from __future__ import annotations
 
+import os
+import shutil
 from itertools import islice
+from pathlib import Path
 
 import pytest
 import torch
 
 from engine.canvas import CanvasSpec
-from engine.loading import LoadedModel
+from engine.loading import EMBEDDED_MODEL, LoadedModel, ModelLoadError, load
 from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
 from engine.training.corpus import Document, stdlib_files
@@ -66,3 +70,26 @@ def tiny_loaded(tiny_tokenizer) -> LoadedModel:
 @pytest.fixture(scope="session")
 def ids(tiny_loaded) -> SpecialIds:
     return tiny_loaded.ids
+
+
+COPY_ATTEMPTS = 3
+MODEL_VARIABLE = "DIFFUSION_INFILL_TEST_MODEL"  # another checkpoint directory to run the end-to-end tests on
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    """The embedded model, copied once: training rewrites engine/model while tests run."""
+    if os.environ.get(MODEL_VARIABLE):
+        return Path(os.environ[MODEL_VARIABLE])
+    if not (EMBEDDED_MODEL / "config.json").exists():
+        pytest.skip("no embedded model in engine/model yet")
+    for attempt in range(COPY_ATTEMPTS):
+        target = tmp_path_factory.mktemp("model") / "model"
+        shutil.copytree(EMBEDDED_MODEL, target)
+        try:
+            load(str(target))  # a copy taken mid-rewrite does not load; take another
+            return target
+        except ModelLoadError:
+            if attempt == COPY_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
