@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from itertools import islice
 from pathlib import Path
 
@@ -93,3 +94,12 @@ def model_dir(tmp_path_factory) -> Path:
             if attempt == COPY_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def console_script() -> str:
+    """The installed `diffusion-infill` script beside this interpreter: CI runs
+    .venv/bin/python without activating the venv, so it is not on PATH there."""
+    command = shutil.which("diffusion-infill", path=str(Path(sys.executable).parent))
+    assert command, "the console script is installed with the project"
+    return command

@@ -4,7 +4,6 @@ and clear errors for bad locations and missing models."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
@@ -15,10 +14,8 @@ from cli.main import SAMPLE, main
 JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid"}
 
 
-def test_json_output_is_one_object_on_the_last_line():
-    command = shutil.which("diffusion-infill")
-    assert command, "the console script is installed with the project"
-    done = subprocess.run([command, "complete", f"{SAMPLE}:11:37", "--json"], capture_output=True, text=True,
+def test_json_output_is_one_object_on_the_last_line(console_script):
+    done = subprocess.run([console_script, "complete", f"{SAMPLE}:11:37", "--json"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])

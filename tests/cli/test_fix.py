@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
@@ -18,12 +17,10 @@ def last_json(output: str) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
-def test_json_output_is_one_object_on_the_last_line_and_the_file_is_untouched(tmp_path):
+def test_json_output_is_one_object_on_the_last_line_and_the_file_is_untouched(tmp_path, console_script):
     source = tmp_path / "broken.json"
     source.write_text(BROKEN)
-    command = shutil.which("diffusion-infill")
-    assert command, "the console script is installed with the project"
-    done = subprocess.run([command, "fix", str(source), "--json"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([console_script, "fix", str(source), "--json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = last_json(done.stdout)
     assert set(result) == {"text", "fixed", "reason"}
