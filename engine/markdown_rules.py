@@ -16,6 +16,7 @@ never checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -215,14 +216,9 @@ def problems(text: str) -> list[Problem]:
     opened = _open_fence(lines)
     if opened is not None:
         found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
-    table_rows = {row.start for table in _tables(lines) for row in table.rows}
-    for line in lines:
-        if line.in_code or line.start in table_rows:
-            continue
-        missing = _unbalanced(line.text)
-        if missing:
-            found.append(Problem("emphasis", line.start, line.start + len(line.text),
-                                 f"unclosed {' and '.join(missing)} on this line"))
+    for line, missing in _unbalanced_lines(lines):
+        found.append(Problem("emphasis", line.start, line.start + len(line.text),
+                             f"unclosed {' and '.join(missing)} on this line"))
     for line, kind, wanted in _list_problems(lines):
         found.append(Problem("list", line.start, line.start + len(line.text),
                              f"list marker {kind!r} differs from this list's {wanted!r}"))
@@ -271,20 +267,26 @@ def fix(text: str) -> str:
     return text
 
 
-def _fix_once(text: str) -> str:
-    lines = _lines(text)
-    replaced: dict[int, str] = {}
-    for table in _tables(lines):
-        for row, new in zip(table.rows, _fixed_table(table), strict=True):
-            replaced[row.start] = new
+def _unbalanced_lines(lines: list[_Line]) -> Iterator[tuple[_Line, list[str]]]:
+    """Prose lines (not code, not table rows) with unclosed emphasis or inline code, and what is missing."""
     table_rows = {row.start for table in _tables(lines) for row in table.rows}
     for line in lines:
         if line.in_code or line.start in table_rows:
             continue
         missing = _unbalanced(line.text)
         if missing:
-            body = line.text.rstrip()
-            replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body):]
+            yield line, missing
+
+
+def _fix_once(text: str) -> str:
+    lines = _lines(text)
+    replaced: dict[int, str] = {}
+    for table in _tables(lines):
+        for row, new in zip(table.rows, _fixed_table(table), strict=True):
+            replaced[row.start] = new
+    for line, missing in _unbalanced_lines(lines):
+        body = line.text.rstrip()
+        replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body):]
     for line, kind, wanted in _list_problems(lines):
         current = replaced.get(line.start, line.text)
         _, _, match = _list_marker(current)
