@@ -10,6 +10,6 @@ from engine.settings import EngineSettings
 
 
 def create_engine(loaded: LoadedModel, settings: EngineSettings | None = None) -> InfillEngine | InstructEngine:
-    if loaded.spec is None:
+    if loaded.canvas_problem:
         return InstructEngine(loaded, settings)
     return InfillEngine(loaded, settings)

@@ -65,8 +65,8 @@ class InfillEngine:
     """Completions on a checkpoint trained on the clamped canvas (see engine.canvas)."""
 
     def __init__(self, loaded: LoadedModel, settings: EngineSettings | None = None):
-        if loaded.spec is None or loaded.ids is None:
-            raise ValueError(f"{loaded.source} was not trained on the infill canvas; use engine.instruct")
+        if problem := loaded.canvas_problem:
+            raise ValueError(f"{problem}; use engine.instruct")
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()

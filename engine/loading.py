@@ -28,6 +28,13 @@ class LoadedModel:
     source: str
 
     @property
+    def canvas_problem(self) -> str | None:
+        """Why the clamped-canvas engines cannot use this checkpoint; None when they can."""
+        if self.spec is None or self.ids is None:
+            return f"{self.source} was not trained on the infill canvas"
+        return None
+
+    @property
     def device(self) -> torch.device:
         return self.model.device
 

@@ -58,8 +58,8 @@ class DiffusionRepairer:
     """Fills damaged spans of a selection on a checkpoint trained on the clamped canvas."""
 
     def __init__(self, loaded: LoadedModel, settings: RepairSettings | None = None):
-        if loaded.spec is None or loaded.ids is None:
-            raise ValueError(f"{loaded.source} was not trained on the infill canvas")
+        if problem := loaded.canvas_problem:
+            raise ValueError(problem)
         self.loaded = loaded
         self.settings = settings or RepairSettings()
         self.prefix_cache = PrefixCache()

@@ -85,8 +85,8 @@ class EngineWorker:
         try:
             self._loaded = load(model, device, dtype, trust_remote_code=self._trust_remote_code)
             self._engine = create_engine(self._loaded, settings)
-            self._fixer = Fixer(DiffusionRepairer(self._loaded)) if self._loaded.spec is not None else \
-                Fixer(None, f"{self._loaded.source} was not trained on the infill canvas")
+            problem = self._loaded.canvas_problem
+            self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded))
         except ModelLoadError as error:
             self.state = State.FAILED
             return LoadOutcome(model or "the embedded model", str(error))

@@ -142,6 +142,12 @@ local function on_progress(_, result, ctx)
   end
 end
 
+-- Whether an Lsp* autocmd event comes from our server's client.
+local function is_ours(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  return client ~= nil and client.name == ghost.client_name
+end
+
 local function client_config(buf)
   local opts = config.options
   local capabilities = vim.lsp.protocol.make_client_capabilities()
@@ -189,8 +195,7 @@ function M.setup(opts)
   api.nvim_create_autocmd('LspProgress', {
     group = group,
     callback = function(ev)
-      local client = vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == ghost.client_name then
+      if is_ours(ev) then
         on_progress(nil, ev.data.params, { client_id = ev.data.client_id })
       end
     end,
@@ -198,8 +203,7 @@ function M.setup(opts)
   api.nvim_create_autocmd('LspDetach', {
     group = group,
     callback = function(ev)
-      local client = vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == ghost.client_name then
+      if is_ours(ev) then
         ghost.detach(ev.buf)
       end
     end,
