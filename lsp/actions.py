@@ -1,5 +1,5 @@
-"""textDocument/codeAction: Fix JSON selection, Fix Markdown selection (quickfix) and
-Regenerate selection (refactor.rewrite).
+"""textDocument/codeAction and codeAction/resolve: Fix JSON selection, Fix Markdown
+selection (quickfix) and Regenerate selection (refactor.rewrite).
 
 Targets come from the selection (any non-empty range) and from our own diagnostics in
 the request's context (for JSON the whole document, for Markdown the problem's lines).
@@ -7,6 +7,11 @@ The repair runs on the engine thread (engine.fixes), once per document version a
 (editors ask again at every cursor move); a fixed target becomes a versioned
 WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
 offered disabled with the reason (when the client can show that) and edits nothing.
+
+A client that resolves edits lazily (`resolveSupport` with `edit`, and `dataSupport`) gets
+the actions at once, each with `data` naming its target and document version, and the
+repair runs only for the action the user picks, in codeAction/resolve. An edit is never
+returned for another version than the one it was computed on: resolve fails instead.
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import attrs
+from cattrs import transform_error
+from cattrs.errors import BaseValidationError
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from engine import closure
 from engine.fixes import Fixer, FixResult, Surroundings
@@ -40,6 +49,31 @@ class Action:
 JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json)
 MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown)
 REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate)
+ACTIONS = {action.name: action for action in (JSON, MARKDOWN, REGENERATE)}
+_converter = get_converter()
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: a valid request the server cannot carry out; the message says why."""
+
+    CODE = types.LSPErrorCodes.RequestFailed.value
+    MESSAGE = "Request Failed"
+
+
+@dataclass(frozen=True)
+class Support:
+    """What the client's codeAction capabilities let the server send."""
+
+    disabled: bool  # actions with `disabled` and its reason
+    resolve: bool  # actions without their edit, which codeAction/resolve fills in from their `data`
+
+    @classmethod
+    def of(cls, capabilities: types.ClientCapabilities) -> Support:
+        capability = capabilities.text_document and capabilities.text_document.code_action
+        if not capability:
+            return cls(disabled=False, resolve=False)
+        resolvable = capability.resolve_support is not None and "edit" in capability.resolve_support.properties
+        return cls(disabled=bool(capability.disabled_support), resolve=resolvable and bool(capability.data_support))
 
 
 @dataclass(frozen=True)
@@ -51,6 +85,34 @@ class Target:
 
 
 FixKey = tuple[str, int, str, int, int]  # uri, version, action, start, end
+
+
+def _key(document: Document, target: Target) -> FixKey:
+    return document.uri, document.version, target.action.name, target.start, target.end
+
+
+@attrs.frozen
+class Pending:
+    """An action offered without its edit: its `data`, what codeAction/resolve needs to compute the edit."""
+
+    uri: str
+    version: int  # the document version the action was offered for: the only one its edit may be for
+    action: str  # Action.name
+    range: types.Range  # the target, in the negotiated position encoding
+
+    def data(self) -> dict:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def of(cls, data: object) -> Pending:
+        try:
+            pending = _converter.structure(data, cls)
+        except BaseValidationError as error:
+            raise JsonRpcInvalidParams("codeAction/resolve: not an action of this server: "
+                                       + "; ".join(transform_error(error))) from None
+        if pending.action not in ACTIONS:
+            raise JsonRpcInvalidParams(f"codeAction/resolve: unknown action {pending.action!r}")
+        return pending
 
 
 class FixResults:
@@ -121,15 +183,19 @@ def _wanted(kind: types.CodeActionKind, only: list[str] | None) -> bool:
     return not wanted or any(name == item or name.startswith(f"{item}.") for item in wanted)
 
 
-def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
-    """What the request can be offered, without duplicates, in the order offered."""
+def _offsets(document: Document, where: types.Range, encoding: str) -> tuple[int, int]:
     try:
-        start = document.lines.offset(params.range.start, encoding)
-        end = document.lines.offset(params.range.end, encoding)
+        start, end = document.lines.offset(where.start, encoding), document.lines.offset(where.end, encoding)
     except PositionError as error:
         raise JsonRpcInvalidParams(str(error)) from None
     if start > end:
         raise JsonRpcInvalidParams("the range ends before it starts")
+    return start, end
+
+
+def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
+    """What the request can be offered, without duplicates, in the order offered."""
+    start, end = _offsets(document, params.range, encoding)
     found = _diagnostic_targets(document, params.context.diagnostics)
     # A range that is one of our diagnostics' own is where the client points at it, not a selection.
     if not any(diagnostic.range == params.range for diagnostic in _ours(params.context.diagnostics)):
@@ -145,47 +211,86 @@ def surroundings(document: Document, target: Target) -> Surroundings:
     return Surroundings(document.text[: target.start], document.text[target.end :], language)
 
 
-def code_action(document: Document, target: Target, result: FixResult, encoding: str,
-                disabled_support: bool) -> types.CodeAction | None:
-    """The action for one target: an edit of the target's range, or disabled with the reason."""
-    title = target.action.title
-    if not result.fixed:
-        if not disabled_support:
-            return None  # a client that cannot show a disabled action would apply it
-        return types.CodeAction(title=title, kind=target.action.kind, diagnostics=list(target.diagnostics) or None,
-                                disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"))
+def _range(document: Document, target: Target, encoding: str) -> types.Range:
     lines = document.lines
-    edit = types.TextEdit(range=types.Range(lines.position(target.start, encoding),
-                                            lines.position(target.end, encoding)), new_text=result.text)
+    return types.Range(lines.position(target.start, encoding), lines.position(target.end, encoding))
+
+
+def code_action(document: Document, target: Target, result: FixResult, encoding: str) -> types.CodeAction:
+    """The action for one target: an edit of the target's range, or disabled with the reason."""
+    title, kind, diagnostics = target.action.title, target.action.kind, list(target.diagnostics) or None
+    if not result.fixed:
+        return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
+                                disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"))
+    edit = types.TextEdit(range=_range(document, target, encoding), new_text=result.text)
     change = types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
         edits=[edit])
-    return types.CodeAction(title=title, kind=target.action.kind, diagnostics=list(target.diagnostics) or None,
-                            is_preferred=target.action.kind == QUICKFIX or None,
-                            edit=types.WorkspaceEdit(document_changes=[change]))
+    return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
+                            is_preferred=kind == QUICKFIX or None, edit=types.WorkspaceEdit(document_changes=[change]))
+
+
+def unresolved(document: Document, target: Target, encoding: str) -> types.CodeAction:
+    """The action for one target without its edit, which codeAction/resolve computes when the user picks it."""
+    pending = Pending(document.uri, document.version, target.action.name, _range(document, target, encoding))
+    return types.CodeAction(title=target.action.title, kind=target.action.kind,
+                            diagnostics=list(target.diagnostics) or None, data=pending.data())
+
+
+def _snapshot(ls, uri: str) -> Document:
+    """A copy of the open document: an answer must describe the version asked about, even if it changes meanwhile."""
+    try:
+        document = ls.documents.get(uri)
+    except UnknownDocument as error:
+        raise JsonRpcInvalidParams(str(error)) from None
+    return Document(document.uri, document.language_id, document.version, document.text)
+
+
+async def _fix(ls, document: Document, target: Target) -> FixResult:
+    """The target's fix: the kept result, else computed on the engine thread (the loop only awaits it)."""
+    key = _key(document, target)
+    result = ls.fixes.get(key)
+    if result is None:
+        selected, around = document.text[target.start : target.end], surroundings(document, target)
+        result = await asyncio.wrap_future(ls.worker.fix(lambda fixer: target.action.run(fixer, selected, around)))
+        ls.fixes.put(key, result)
+    return result
 
 
 async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
     """textDocument/codeAction: the fixes and the rewrite the selection and diagnostics call for."""
-    try:
-        document = ls.documents.get(params.text_document.uri)
-    except UnknownDocument as error:
-        raise JsonRpcInvalidParams(str(error)) from None
-    # The answer must describe the version asked about: keep it even if the document changes meanwhile.
-    snapshot = Document(document.uri, document.language_id, document.version, document.text)
-    encoding = ls.encoding
-    capability = ls.client_capabilities.text_document and ls.client_capabilities.text_document.code_action
-    disabled_support = bool(capability and capability.disabled_support)
+    snapshot = _snapshot(ls, params.text_document.uri)
+    encoding, support = ls.encoding, Support.of(ls.client_capabilities)
     actions = []
     for target in targets(snapshot, params, encoding):
-        key = (snapshot.uri, snapshot.version, target.action.name, target.start, target.end)
-        result = ls.fixes.get(key)
-        if result is None:
-            selected, around = snapshot.text[target.start : target.end], surroundings(snapshot, target)
-            future = ls.worker.fix(lambda fixer, t=target, s=selected, a=around: t.action.run(fixer, s, a))
-            result = await asyncio.wrap_future(future)
-            ls.fixes.put(key, result)
-        action = code_action(snapshot, target, result, encoding, disabled_support)
-        if action is not None:
-            actions.append(action)
+        if support.resolve and ls.fixes.get(_key(snapshot, target)) is None:
+            actions.append(unresolved(snapshot, target, encoding))  # the repair waits until the user picks it
+            continue
+        result = await _fix(ls, snapshot, target)
+        if result.fixed or support.disabled:  # a client that cannot show a disabled action would apply it
+            actions.append(code_action(snapshot, target, result, encoding))
     return actions
+
+
+def _unchanged(ls, pending: Pending) -> Document:
+    """The document as it was when the action was offered; RequestFailed when it has changed or closed since."""
+    try:
+        document = _snapshot(ls, pending.uri)
+    except JsonRpcInvalidParams:
+        raise RequestFailed("the document was closed since this action was offered") from None
+    if document.version != pending.version:
+        raise RequestFailed("the document changed since this action was offered: ask for code actions again")
+    return document
+
+
+async def resolve(ls, action: types.CodeAction) -> types.CodeAction:
+    """codeAction/resolve: the edit of an action offered without one, for the version it was offered for."""
+    pending = Pending.of(action.data)
+    document = _unchanged(ls, pending)
+    start, end = _offsets(document, pending.range, ls.encoding)
+    target = Target(ACTIONS[pending.action], start, end, tuple(action.diagnostics or ()))
+    result = await _fix(ls, document, target)
+    _unchanged(ls, pending)  # an edit made while the repair ran would make this one stale
+    if not result.fixed:
+        raise RequestFailed(f"{target.action.title}: {result.reason}")
+    return code_action(document, target, result, ls.encoding)

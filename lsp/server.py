@@ -256,7 +256,8 @@ def create_server(options: ServeOptions) -> InfillServer:
     server.feature(types.SHUTDOWN)(shutdown)
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
-    server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                   types.CodeActionOptions(code_action_kinds=actions.KINDS))(actions.code_actions)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=actions.KINDS, resolve_provider=True))(actions.code_actions)
+    server.feature(types.CODE_ACTION_RESOLVE)(actions.resolve)
     server.command(ACCEPT_COMMAND)(accepted)
     return server

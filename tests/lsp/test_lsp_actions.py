@@ -4,7 +4,8 @@ Fix JSON and Fix Markdown must produce a valid document whatever the model write
 candidate is validated, the deterministic repair among them); Regenerate depends on the
 model, so only its contract is checked: an edit of the selection alone, or disabled with
 a reason. Every edit is applied as the editor would, and everything outside the target
-must be left exactly as it was.
+must be left exactly as it was. The client here takes each action's edit with the action
+(no codeAction/resolve, see test_lsp_action_resolve.py) and can show disabled actions.
 """
 
 from __future__ import annotations
@@ -13,23 +14,31 @@ import asyncio
 import json
 
 import pytest
-from lsp_client import Editor, capabilities, serve_command, start, stop
+from action_client import (
+    FIX_JSON,
+    FIX_MARKDOWN,
+    PUBLISH,
+    REGENERATE,
+    action_capabilities,
+    applied,
+    code_actions,
+    open_diagnosed,
+    span,
+    titled,
+)
+from lsp_client import Editor, serve_command, start, stop
 from lsprotocol import types
 
 from engine import markdown_rules
-from lsp.positions import Lines
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
-PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+EAGER = {"resolve": False, "disabled": True}  # edits come with the actions; disabled ones are shown
 
 
 @pytest.fixture(scope="module")
 async def session(model_dir, tmp_path_factory):
-    caps = capabilities(["utf-16"])
-    caps.text_document.code_action.disabled_support = True
-    client, result = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"), caps)
+    client, result = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"),
+                                 action_capabilities(**EAGER))
     client.initialize_result = result
     yield client
     await stop(client)
@@ -38,42 +47,6 @@ async def session(model_dir, tmp_path_factory):
 @pytest.fixture
 def editor(session) -> Editor:
     return Editor(session)
-
-
-async def open_diagnosed(editor: Editor, text: str, language: str, suffix: str) -> tuple[str, list]:
-    """Opens a document and returns its URI and the diagnostics published for it."""
-    published = editor.client.protocol.wait_for_notification(PUBLISH)  # registered before it can arrive
-    uri = editor.open(text, language, suffix)
-    params = await asyncio.wrap_future(published)
-    assert params.uri == uri and params.version == 1
-    return uri, list(params.diagnostics)
-
-
-def span(text: str, part: str) -> types.Range:
-    """The range of the first occurrence of `part` in `text`."""
-    lines, start = Lines(text), text.index(part)
-    return types.Range(lines.position(start, "utf-16"), lines.position(start + len(part), "utf-16"))
-
-
-async def code_actions(editor: Editor, uri: str, where: types.Range, diagnostics=(), only=None):
-    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=where,
-                                    context=types.CodeActionContext(diagnostics=list(diagnostics), only=only))
-    return await editor.client.text_document_code_action_async(params)
-
-
-def titled(actions, title: str) -> types.CodeAction:
-    [action] = [action for action in actions if action.title == title]
-    return action
-
-
-def applied(text: str, action: types.CodeAction, uri: str, version: int = 1) -> tuple[str, types.TextEdit]:
-    """The document after applying the action's one edit; checks the edit names the document version."""
-    [change] = action.edit.document_changes
-    assert change.text_document.uri == uri and change.text_document.version == version
-    [edit] = change.edits
-    lines = Lines(text)
-    start, end = lines.offset(edit.range.start, "utf-16"), lines.offset(edit.range.end, "utf-16")
-    return text[:start] + edit.new_text + text[end:], edit
 
 
 async def test_code_action_kinds_are_advertised(session):
@@ -179,9 +152,8 @@ async def test_editing_the_document_republishes_its_diagnostics(editor):
 
 
 async def test_fixes_still_work_when_the_model_cannot_be_loaded(tmp_path):
-    caps = capabilities(["utf-16"])
-    caps.text_document.code_action.disabled_support = True
-    client, _ = await start(serve_command(tmp_path / "no-such-model", tmp_path / "t.json"), caps)
+    client, _ = await start(serve_command(tmp_path / "no-such-model", tmp_path / "t.json"),
+                            action_capabilities(**EAGER))
     try:
         editor = Editor(client)
         text = "[1, 2,"

@@ -1,0 +1,61 @@
+"""Asking the real server for code actions and applying them as an editor would."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsp_client import Editor, capabilities
+from lsprotocol import types
+
+from lsp.positions import Lines
+
+FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
+PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+
+def action_capabilities(resolve: bool, disabled: bool) -> types.ClientCapabilities:
+    """Neovim's capabilities (utf-16), with or without lazy edits (codeAction/resolve) and disabled actions."""
+    caps = capabilities(["utf-16"])
+    code_action = caps.text_document.code_action
+    assert code_action.data_support and "edit" in code_action.resolve_support.properties  # Neovim resolves edits
+    if not resolve:
+        code_action.resolve_support = None
+    code_action.disabled_support = disabled
+    return caps
+
+
+async def open_diagnosed(editor: Editor, text: str, language: str, suffix: str) -> tuple[str, list]:
+    """Opens a document and returns its URI and the diagnostics published for it."""
+    published = editor.client.protocol.wait_for_notification(PUBLISH)  # registered before it can arrive
+    uri = editor.open(text, language, suffix)
+    params = await asyncio.wrap_future(published)
+    assert params.uri == uri and params.version == 1
+    return uri, list(params.diagnostics)
+
+
+def span(text: str, part: str) -> types.Range:
+    """The range of the first occurrence of `part` in `text`."""
+    lines, start = Lines(text), text.index(part)
+    return types.Range(lines.position(start, "utf-16"), lines.position(start + len(part), "utf-16"))
+
+
+async def code_actions(editor: Editor, uri: str, where: types.Range, diagnostics=(), only=None,
+                       trigger: types.CodeActionTriggerKind | None = None):
+    context = types.CodeActionContext(diagnostics=list(diagnostics), only=only, trigger_kind=trigger)
+    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=where, context=context)
+    return await editor.client.text_document_code_action_async(params)
+
+
+def titled(actions, title: str) -> types.CodeAction:
+    [action] = [action for action in actions if action.title == title]
+    return action
+
+
+def applied(text: str, action: types.CodeAction, uri: str, version: int = 1) -> tuple[str, types.TextEdit]:
+    """The document after applying the action's one edit; checks the edit names the document version."""
+    [change] = action.edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == version
+    [edit] = change.edits
+    lines = Lines(text)
+    start, end = lines.offset(edit.range.start, "utf-16"), lines.offset(edit.range.end, "utf-16")
+    return text[:start] + edit.new_text + text[end:], edit
