@@ -12,18 +12,15 @@ Prints one JSON object on the last line of stdout.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import resource
 import statistics
-import time
 from dataclasses import asdict
 
 import torch
 
-from engine import closure
+from bench.metrics import aggregate, run_case
 from engine.canvas import completion_canvas
-from engine.drafts import InfillRequest
 from engine.factory import create_engine
 from engine.infill import PrefixCache
 from engine.loading import load
@@ -34,45 +31,15 @@ from engine.training.probes import held_out_line_cases
 CASE_SEED = 20261202  # not the training probe seed (1234)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def evaluate(engine, cases) -> dict:
-    rows = []
-    for case in cases:
-        request = InfillRequest(case.prefix, case.suffix, "python")
-        started = time.perf_counter()
-        first, draft = None, None
-        for draft in engine.complete(request):  # noqa: B007 (the last one is the final draft)
-            first = first if first is not None else time.perf_counter() - started
-        total = time.perf_counter() - started
-        tokens = len(engine.loaded.tokenizer.encode(draft.text, add_special_tokens=False))
-        rows.append({
-            "exact": draft.text.strip() == case.expected.strip(),
-            "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
-            "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
-            "steps": draft.step,
-            "tokens_per_forward": tokens / max(draft.step, 1),
-            "prefill_ms": draft.prefill_ms,
-            "step_ms": (total * 1000 - draft.prefill_ms) / max(draft.step, 1),
-            "first_draft_ms": first * 1000,
-            "total_ms": total * 1000,
-        })
-    totals = [r["total_ms"] for r in rows]
+    """bench.metrics aggregates, plus the denoising steps and their latency."""
+    rows = [run_case(engine, case, engine.loaded.tokenizer, prefill_passes=1) for case in cases]
+    steps = [r["forward_passes"] - 1 for r in rows]
     return {
-        "cases": len(rows),
-        "exact_match": sum(r["exact"] for r in rows) / len(rows),
-        "edit_similarity_median": statistics.median(r["similarity"] for r in rows),
-        "closure_valid": sum(r["valid"] for r in rows) / len(rows),
-        "steps_median": statistics.median(r["steps"] for r in rows),
-        "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in rows),
-        "step_ms_median": statistics.median(r["step_ms"] for r in rows),
-        "prefill_ms_median": statistics.median(r["prefill_ms"] for r in rows),
-        "first_draft_ms_p50": percentile([r["first_draft_ms"] for r in rows], 0.5),
-        "latency_ms_p50": percentile(totals, 0.5),
-        "latency_ms_p95": percentile(totals, 0.95),
+        **aggregate(rows),
+        "steps_median": statistics.median(steps),
+        "step_ms_median": statistics.median((r["total_ms"] - r["prefill_ms"]) / max(r["forward_passes"] - 1, 1)
+                                            for r in rows),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 

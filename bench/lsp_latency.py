@@ -27,22 +27,26 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from bench.heldout import CASE_SEED, percentile
+from bench.heldout import CASE_SEED
+from bench.metrics import percentile
 from engine.loading import EMBEDDED_MODEL
 from engine.training.probes import held_out_line_cases
 
 
 class Recorder:
-    """When the first draft and the final draft of each document arrived."""
+    """When the first draft and the final draft of each document arrived, and which versions got a
+    final draft (a run that finished; a superseded one never sends it)."""
 
     def __init__(self) -> None:
         self.first: dict[str, float] = {}
         self.final: dict[str, object] = {}
+        self.answered: set[tuple[str, int]] = set()  # (uri, version)
 
     def receive(self, params) -> None:
         self.first.setdefault(params.uri, time.perf_counter())
         if params.final:
             self.final[params.uri] = params
+            self.answered.add((params.uri, params.version))
 
 
 async def request(client: LanguageClient, uri: str, position: types.Position):
@@ -58,17 +62,32 @@ def end_position(text: str) -> types.Position:
     return types.Position(len(lines) - 1, len(lines[-1].encode("utf-16-le")) // 2)
 
 
+def embedded_model_copy(directory: Path) -> Path:
+    """A copy of the embedded model in `directory`: training may rewrite engine/model while a bench runs."""
+    model = directory / "model"
+    shutil.copytree(EMBEDDED_MODEL, model)
+    return model
+
+
+async def start_server(client: LanguageClient, model: Path, telemetry: Path, options: dict, *extra: str,
+                       verbose: bool = False, **process) -> None:
+    """Starts `diffusion-infill serve` on stdio and initializes it for inline completion with `options`
+    (initializationOptions). `extra`: more serve options; `verbose`: debug logging on its stderr;
+    `process`: for the subprocess (e.g. env)."""
+    await client.start_io(sys.executable, "-m", "cli.main", *(["-v"] if verbose else []), "serve",
+                          "--model", str(model), "--telemetry", str(telemetry), *extra, **process)
+    capabilities = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
+        inline_completion=types.InlineCompletionClientCapabilities()))
+    await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
+    client.initialized(types.InitializedParams())
+
+
 async def measure(model: Path, cases, options: dict) -> dict:
     client = LanguageClient("lsp-latency-bench", "1")
     recorder = Recorder()
     client.feature("infill/draft")(lambda ls, params: recorder.receive(params))
     with tempfile.TemporaryDirectory() as state:
-        await client.start_io(sys.executable, "-m", "cli.main", "serve", "--model", str(model),
-                              "--telemetry", str(Path(state) / "acceptance.json"))
-        capabilities = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-            inline_completion=types.InlineCompletionClientCapabilities()))
-        await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
-        client.initialized(types.InitializedParams())
+        await start_server(client, model, Path(state) / "acceptance.json", options)
         rows = []
         for index, case in enumerate(cases):
             uri = f"file:///bench/case{index}.py"
@@ -109,10 +128,7 @@ def main() -> None:
     cases = held_out_line_cases(args.cases + 1, seed=CASE_SEED)
     options = {"diffusionInfill": {"mode": "single-line", **({"maxSteps": args.max_steps} if args.max_steps else {})}}
     with tempfile.TemporaryDirectory() as scratch:
-        model = args.model
-        if model is None:  # training may rewrite engine/model while this runs
-            model = Path(scratch) / "model"
-            shutil.copytree(EMBEDDED_MODEL, model)
+        model = args.model or embedded_model_copy(Path(scratch))
         result = asyncio.run(measure(model, cases, options))
     recipe = model / "recipe.json" if args.model else EMBEDDED_MODEL / "recipe.json"
     print(json.dumps({

@@ -8,9 +8,12 @@ import os
 import sys
 from pathlib import Path
 
+from bench.compare import add_arguments as add_bench_arguments
 from engine.settings import MODES, EngineSettings
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
+TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("engine/model")),
+                  "fim": (Path("runs/fim"), Path("bench/fim_model"))}  # run dir, export dir
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -57,16 +60,33 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("--no-model", action="store_true", help="deterministic repairs only (no diffusion candidates)")
     _model_options(fix)
 
-    train = commands.add_parser("train", help="train the embedded model (resumable)")
-    train.add_argument("--run-dir", type=Path, default=Path("runs/tiny"), help="checkpoints, logs, probes")
-    train.add_argument("--export", type=Path, default=Path("engine/model"), help="save_pretrained directory")
+    train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
+    train.add_argument("--objective", choices=tuple(TRAIN_DEFAULTS), default="diffusion",
+                       help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline")
+    train.add_argument("--run-dir", type=Path, help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
+    train.add_argument("--export", type=Path, help="save_pretrained directory (default: engine/model, "
+                       "bench/fim_model)")
     train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer)")
     train.add_argument("--max-steps", type=int, default=10**9, help="stop at this optimizer step")
     train.add_argument("--max-minutes", type=float, help="stop after this wall time")
+    train.add_argument("--max-cpu-hours", type=float, help="stop when training has used this much CPU time in all")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
     train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
+    add_bench_arguments(bench)
     return parser
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from bench.compare import main as bench_main
+    from engine.autoregressive import SPEC_FILE
+
+    if not (args.baseline / SPEC_FILE).is_file():
+        print(f"diffusion-infill: no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
+              "`diffusion-infill train --objective fim`", file=sys.stderr)
+        return 2
+    return bench_main(args)
 
 
 def _complete(args: argparse.Namespace) -> int:
@@ -157,12 +177,19 @@ def _serve(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.training.train import TrainConfig, Trainer
+    from engine.training.fim import FIM_ARCHITECTURE
+    from engine.training.train import FimTrainer, TrainConfig, Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    trainer = Trainer(TrainConfig(seed=args.seed, noise=args.noise), args.run_dir, args.export, args.init_from)
-    trainer.train(args.max_steps, args.max_minutes)
+    run_dir, export = TRAIN_DEFAULTS[args.objective]
+    if args.objective == "fim":
+        config = TrainConfig(seed=args.seed, objective_kind="fim", architecture=FIM_ARCHITECTURE)
+        trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
+    else:
+        config = TrainConfig(seed=args.seed, noise=args.noise)
+        trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
+    trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours)
     return 0
 
 
@@ -172,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
-    handlers = {"complete": _complete, "serve": _serve, "train": _train, "fix": _fix}
+    handlers = {"complete": _complete, "serve": _serve, "train": _train, "fix": _fix, "bench": _bench}
     return handlers[args.command](args)
 
 

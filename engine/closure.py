@@ -154,6 +154,15 @@ def longest_valid_prefix(
     return ""
 
 
+def first_valid(prefix: str, candidates: Iterable[str], suffix: str, language: str | None) -> str:
+    """The first candidate insertion that ``check`` accepts, else "" (which always keeps
+    closure). Engines pass their insertion cut at token boundaries, longest first."""
+    for candidate in candidates:
+        if check(prefix, candidate, suffix, language).valid:
+            return candidate
+    return ""
+
+
 @dataclass(frozen=True, order=True)
 class _Flaw:
     """A syntax flaw in a whole document, in UTF-8 byte offsets."""

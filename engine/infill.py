@@ -16,8 +16,9 @@ from transformers.cache_utils import DynamicCache
 from engine import canvas as canvas_layout
 from engine import closure
 from engine.drafts import Draft, InfillRequest
+from engine.insertion import insertion_text, longest_valid
 from engine.loading import LoadedModel
-from engine.prefix import EncodedContext, encode_context
+from engine.prefix import EncodedContext, encode_context, healing_candidates
 from engine.sampler import SlotBan, SlotVocabulary, Step, denoise
 from engine.settings import EngineSettings
 
@@ -70,32 +71,19 @@ class InfillEngine:
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()
-        self._vocabulary: list[str] | None = None
         self._previous: tuple[str, str] | None = None  # (prefix, final text) of the last completion
-
-    def _token_texts(self) -> list[str]:
-        if self._vocabulary is None:
-            tokenizer = self.loaded.tokenizer
-            self._vocabulary = [tokenizer.decode([i]) for i in range(len(tokenizer))]
-        return self._vocabulary
 
     def _processors(self, context: EncodedContext, gap: range) -> list:
         """Token healing on the first slot, and a minimum length (the healed token does not count)."""
         processors = []
         minimum = self.settings.min_insertion_tokens
         if context.healed:
-            allowed = [i for i, text in enumerate(self._token_texts()) if text.startswith(context.healed)]
+            allowed = healing_candidates(self.loaded.tokenizer, context.healed)
             processors.append(SlotVocabulary(gap.start, torch.tensor(allowed, device=self.loaded.device)))
             minimum += 1
         if minimum:
             processors.append(SlotBan(range(gap.start, gap.start + minimum), self.loaded.ids.end))
         return processors
-
-    def _text(self, tokens: list[int], context: EncodedContext, prefix: str) -> str:
-        text = self.loaded.tokenizer.decode(tokens)
-        if context.healed:
-            text = text[len(context.healed):] if text.startswith(context.healed) else ""
-        return self.settings.shape(text, prefix)
 
     def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
                  start_text: str | None = None) -> Iterator[Draft]:
@@ -125,7 +113,7 @@ class InfillEngine:
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
-                text = self._text(tokens, context, request.prefix)
+                text = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
                 step, entropy = step + 1, float(last.mean_entropy[0])
                 yield Draft(text, step, entropy, final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:
@@ -137,17 +125,9 @@ class InfillEngine:
                 return
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
-        text = self._longest_valid(tokens, context, request)
+        text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         self._previous = (request.prefix, text)
         yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
-
-    def _longest_valid(self, tokens: list[int], context: EncodedContext, request: InfillRequest) -> str:
-        """The longest insertion cut at a token boundary that keeps closure ("" always does)."""
-        for count in range(len(tokens), 0, -1):
-            text = self._text(tokens[:count], context, request.prefix)
-            if closure.check(request.prefix, text, request.suffix, request.language).valid:
-                return text
-        return ""
 
     def _warm_start(self, layout, context: EncodedContext, start_text: str | None):
         if not start_text:

@@ -5,9 +5,7 @@ while a draft streamer reports every denoising step."""
 
 from __future__ import annotations
 
-import queue
 import re
-import threading
 from collections.abc import Callable, Iterator
 
 import torch
@@ -18,6 +16,7 @@ from engine import closure
 from engine.drafts import Draft, InfillRequest
 from engine.loading import LoadedModel
 from engine.settings import EngineSettings
+from engine.streaming import Cancelled, stream_from_thread
 
 CURSOR = "<CURSOR>"
 INSTRUCTION = (
@@ -26,10 +25,6 @@ INSTRUCTION = (
 )
 FENCE = re.compile(r"^```[\w+-]*\n(.*?)(\n```)?\s*$", re.S)
 CONTEXT_CHARS = 6000
-
-
-class Cancelled(Exception):
-    """Raised inside `generate` (from the streamer) to stop between two denoising steps."""
 
 
 class DraftStreamer(BaseStreamer):
@@ -78,38 +73,22 @@ class InstructEngine:
                  start_text: str | None = None) -> Iterator[Draft]:
         """Yields a Draft per denoising step, then a final closure-valid one. `start_text` is unused:
         `generate` starts from its own noise."""
-        drafts: queue.Queue = queue.Queue()
         denoise = self.settings.denoise
         max_new = self.settings.max_gap_tokens or self.loaded.model.config.canvas_length
-
-        def on_draft(raw: str) -> None:
-            drafts.put(self.settings.shape(answer_text(raw), request.prefix))
-
-        streamer = DraftStreamer(self.loaded.tokenizer, on_draft, cancelled)
         input_ids = self.prompt_ids(request)
 
-        def work() -> None:
-            try:
-                self.loaded.model.generate(
-                    input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
-                    t_min=denoise.t_min, t_max=denoise.t_max,
-                    sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
-                )
-            except Cancelled:
-                pass
-            except Exception as error:  # surfaced in the caller's thread
-                drafts.put(error)
-            drafts.put(None)
+        def work(emit) -> None:
+            streamer = DraftStreamer(self.loaded.tokenizer, emit, cancelled)
+            self.loaded.model.generate(
+                input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
+                t_min=denoise.t_min, t_max=denoise.t_max,
+                sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
+            )
 
-        thread = threading.Thread(target=work, name="instruct-generate", daemon=True)
-        thread.start()
         step, text = 0, ""
-        while (item := drafts.get()) is not None:
-            if isinstance(item, Exception):
-                raise item
-            step, text = step + 1, item
+        for raw in stream_from_thread(work, "instruct-generate"):
+            step, text = step + 1, self.settings.shape(answer_text(raw), request.prefix)
             yield Draft(text, step, 0.0, final=False)
-        thread.join()
         if cancelled():
             return
         if not closure.check(request.prefix, text, request.suffix, request.language).valid:

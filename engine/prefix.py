@@ -4,6 +4,7 @@ healing at the cursor, and the suffix head."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 CHARS_PER_TOKEN_BOUND = 8  # generous: the character window always holds max_prefix tokens
 WINDOW_ALIGN = 32  # the window start moves in whole chunks so the KV cache stays reusable
@@ -51,3 +52,13 @@ def encode_context(tokenizer, bos_id: int, prefix: str, suffix: str, max_prefix:
         ids = ids[min(drop, len(ids) - 1) :]
     suffix_ids = tokenizer.encode(suffix[: suffix_tokens * CHARS_PER_TOKEN_BOUND], add_special_tokens=False)
     return EncodedContext(ids, healed, suffix_ids[:suffix_tokens])
+
+
+@lru_cache(maxsize=4)
+def _token_texts(tokenizer) -> tuple[str, ...]:
+    return tuple(tokenizer.decode([i]) for i in range(len(tokenizer)))
+
+
+def healing_candidates(tokenizer, healed: str) -> list[int]:
+    """Token ids whose text starts with `healed`: the first token of a healed insertion."""
+    return [i for i, text in enumerate(_token_texts(tokenizer)) if text.startswith(healed)]

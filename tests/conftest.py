@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from engine.autoregressive import FIM_TOKENS, FimIds, FimModel, FimSpec
 from engine.canvas import CanvasSpec
 from engine.loading import EMBEDDED_MODEL, LoadedModel, ModelLoadError, load
 from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
 from engine.training.corpus import Document, stdlib_files
+from engine.training.fim import fim_model
 from engine.training.tokenizer import train_tokenizer
 
 TOKENIZER_DOCUMENTS = 20
@@ -71,6 +73,20 @@ def tiny_loaded(tiny_tokenizer) -> LoadedModel:
 @pytest.fixture(scope="session")
 def ids(tiny_loaded) -> SpecialIds:
     return tiny_loaded.ids
+
+
+@pytest.fixture(scope="session")
+def tiny_fim(tiny_documents) -> FimModel:
+    """A random-initialised autoregressive baseline with the tiny tokenizer plus the FIM tokens."""
+    tokenizer = train_tokenizer(tiny_documents, VOCAB_SIZE, seed=0)
+    tokenizer.add_special_tokens({"additional_special_tokens": list(FIM_TOKENS)})
+    fim_ids = FimIds.from_tokenizer(tokenizer)
+    architecture = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                    num_key_value_heads=1)
+    torch.manual_seed(0)
+    model = fim_model(architecture, len(tokenizer), fim_ids).eval()
+    spec = FimSpec(max_prefix=TINY_SPEC.max_prefix, suffix_head=TINY_SPEC.suffix_head, max_middle=TINY_SPEC.gap_slots)
+    return FimModel(model, tokenizer, spec, fim_ids, "tiny-fim-random")
 
 
 COPY_ATTEMPTS = 3

@@ -71,7 +71,8 @@ class BatchMaker:
         weights = np.array([w for k, w in config.kind_weights if k in streams.streams])
         self.kinds, self.kind_p = kinds, weights / weights.sum()
 
-    def _single_gap(self, tokens: np.ndarray, start: int) -> tuple[list, list]:
+    def insertion_length(self, tokens: np.ndarray, start: int) -> int:
+        """Tokens inserted at `start`: the rest of the line, or a random span (empty: rarely)."""
         c, rng = self.config, self.rng
         length = 0
         if rng.random() < c.line_fraction:
@@ -81,6 +82,17 @@ class BatchMaker:
         # the commonest lesson and the model said nothing everywhere (probes at 500 steps).
         if length == 0 and rng.random() >= c.empty_fraction:
             length = int(rng.integers(1, c.gap_slots)) if rng.random() < 0.5 else int(rng.integers(1, 7))
+        return length
+
+    def sample_start(self, prefix_length: int) -> tuple[np.ndarray, int]:
+        """A stream of a kind drawn by weight, and a cursor with `prefix_length` tokens before it."""
+        c, rng = self.config, self.rng
+        tokens = self.streams.streams[self.kinds[rng.choice(len(self.kinds), p=self.kind_p)]]
+        return tokens, int(rng.integers(prefix_length, len(tokens) - 2 * c.canvas_length))
+
+    def _single_gap(self, tokens: np.ndarray, start: int) -> tuple[list, list]:
+        c = self.config
+        length = self.insertion_length(tokens, start)
         inserted = tokens[start : start + length].tolist()
         head = tokens[start + length : start + length + c.suffix_head].tolist()
         layout = canvas_layout.build([c.gap_slots, head], self.ids.mask)
@@ -119,8 +131,7 @@ class BatchMaker:
         prefix_length = int(rng.choice(c.prefix_lengths))
         prefixes, canvases, known, targets = [], [], [], []
         for _ in range(c.prefixes):
-            tokens = self.streams.streams[self.kinds[rng.choice(len(self.kinds), p=self.kind_p)]]
-            start = int(rng.integers(prefix_length, len(tokens) - 2 * c.canvas_length))
+            tokens, start = self.sample_start(prefix_length)
             prefixes.append(tokens[start - prefix_length : start])
             for _ in range(c.canvases_per_prefix):
                 make = self._multi_gap if rng.random() < c.repair_fraction else self._single_gap

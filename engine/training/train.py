@@ -14,16 +14,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast
 
+from engine.autoregressive import FIM_TOKENS, AutoregressiveEngine, FimIds, FimModel, FimSpec
 from engine.canvas import CanvasSpec
 from engine.infill import InfillEngine, InfillRequest
-from engine.loading import LoadedModel
+from engine.loading import EMBEDDED_MODEL, LoadedModel
 from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
 from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
-from engine.training import corpus, objective
+from engine.training import corpus, fim, objective
 from engine.training.probes import held_out_line_cases
 from engine.training.tokenizer import train_tokenizer
 
@@ -33,6 +34,7 @@ log = logging.getLogger("diffusion_infill.train")
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 0
+    objective_kind: str = "diffusion"  # or "fim": the autoregressive baseline (FimTrainer)
     noise: str = "mask"  # "mask" learned faster than "uniform" in the spikes (DESIGN.md)
     learning_rate: float = 2e-3
     warmup_steps: int = 200
@@ -58,34 +60,55 @@ def _tokenize(documents: list[corpus.Document], tokenizer) -> dict[str, list[lis
 
 
 class Trainer:
+    """The diffusion objective on the clamped canvas; `FimTrainer` swaps in the baseline's
+    tokenizer, model, batches and loss, and everything else is shared."""
+
     def __init__(self, config: TrainConfig, run_dir: Path, export_dir: Path, init_from: Path | None):
         self.config, self.run_dir, self.export_dir = config, run_dir, export_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(config.seed)
         documents = corpus.training_documents(config.seed)
         self.manifest = corpus.manifest(documents)
-        tokenizer_dir = init_from or run_dir
-        if (tokenizer_dir / "tokenizer.json").exists():
-            self.tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
-        else:
-            self.tokenizer = train_tokenizer(documents, config.architecture.vocab_size, config.seed)
-            self.tokenizer.save_pretrained(run_dir)
+        self.tokenizer = self._make_tokenizer(documents, init_from)
         self.ids = SpecialIds.from_tokenizer(self.tokenizer)
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
         newline = np.array(["Ċ" in token for token in vocab])  # byte-level BPE spells "\n" as "Ċ"
         streams = objective.Streams(_tokenize(documents, self.tokenizer), self.ids, newline)
-        self.batches = objective.BatchMaker(streams, self.ids, config.objective, np.random.default_rng(config.seed))
+        self.batches = self._make_batches(streams, np.random.default_rng(config.seed))
         self.generator = torch.Generator().manual_seed(config.seed)
-
-        token_ids = config_token_ids(self.tokenizer)
-        model_config = tiny_config(config.architecture, token_ids, config.objective.canvas_length)
-        self.model = (tiny_model(model_config) if init_from is None
-                      else DiffusionGemmaForBlockDiffusion.from_pretrained(init_from, dtype=torch.float32))
+        self.model = self._make_model(init_from)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
                                            betas=(0.9, 0.98), weight_decay=config.weight_decay)
         self.step, self.cpu_seconds = 0, 0.0
         self.probes = held_out_line_cases(config.probes, seed=1234)
         self._resume()
+
+    def _make_tokenizer(self, documents: list[corpus.Document], init_from: Path | None):
+        tokenizer_dir = init_from or self.run_dir
+        if (tokenizer_dir / "tokenizer.json").exists():
+            return PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+        tokenizer = train_tokenizer(documents, self.config.architecture.vocab_size, self.config.seed)
+        tokenizer.save_pretrained(self.run_dir)
+        return tokenizer
+
+    def _make_batches(self, streams: objective.Streams, rng: np.random.Generator):
+        return objective.BatchMaker(streams, self.ids, self.config.objective, rng)
+
+    def _make_model(self, init_from: Path | None) -> torch.nn.Module:
+        if init_from is not None:
+            return DiffusionGemmaForBlockDiffusion.from_pretrained(init_from, dtype=torch.float32)
+        token_ids = config_token_ids(self.tokenizer)
+        return tiny_model(tiny_config(self.config.architecture, token_ids, self.config.objective.canvas_length))
+
+    def _loss(self) -> tuple[torch.Tensor, dict[str, float]]:
+        return objective.loss(self.model, self.batches.make(), self.ids, self.config.objective, self.config.noise,
+                              self.generator)
+
+    def _probe_engine(self):
+        return InfillEngine(self._loaded(), EngineSettings(mode="single-line", denoise=DenoiseSettings()))
+
+    def _save_spec(self) -> None:
+        self._loaded().spec.save(self.export_dir)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -120,7 +143,7 @@ class Trainer:
 
     def run_probes(self) -> dict:
         self.model.eval()
-        engine = InfillEngine(self._loaded(), EngineSettings(mode="single-line", denoise=DenoiseSettings()))
+        engine = self._probe_engine()
         results, exact = [], 0
         for probe in self.probes:
             final = list(engine.complete(InfillRequest(probe.prefix, probe.suffix, "python")))[-1]
@@ -130,33 +153,33 @@ class Trainer:
         return {"step": self.step, "exact": exact, "cases": results}
 
     def export(self) -> None:
-        loaded = self._loaded()
         self.export_dir.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(self.export_dir)
         self.tokenizer.save_pretrained(self.export_dir)
-        loaded.spec.save(self.export_dir)
+        self._save_spec()
         recipe = {"step": self.step, "cpu_hours": round(self.cpu_seconds / 3600, 3), "torch_threads":
                   torch.get_num_threads(), "config": asdict(self.config), "corpus": self.manifest,
                   "parameters": sum(p.numel() for p in self.model.parameters())}
         (self.export_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
 
-    def train(self, max_steps: int, max_minutes: float | None) -> None:
+    def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None) -> None:
+        """Trains until a bound is reached: optimizer steps, wall minutes of this run, or CPU
+        hours in all (the budget that makes two objectives comparable)."""
         self.model.train()
         deadline = time.time() + max_minutes * 60 if max_minutes else None
+        cpu_budget = max_cpu_hours * 3600 if max_cpu_hours else float("inf")
         log_file = (self.run_dir / "log.jsonl").open("a")
-        started, tokens = time.process_time(), 0
-        while self.step < max_steps and (deadline is None or time.time() < deadline):
+        started = time.process_time()
+        while (self.step < max_steps and (deadline is None or time.time() < deadline)
+               and self.cpu_seconds < cpu_budget):
             for group in self.optimizer.param_groups:
                 group["lr"] = self._learning_rate()
-            batch = self.batches.make()
-            loss, parts = objective.loss(self.model, batch, self.ids, self.config.objective, self.config.noise,
-                                         self.generator)
+            loss, parts = self._loss()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
             self.optimizer.step()
             self.step += 1
-            tokens += batch.prefix.numel() + batch.canvas.numel()
             now = time.process_time()
             self.cpu_seconds += now - started
             started = now
@@ -179,3 +202,37 @@ class Trainer:
                 self.export()
         self._save_checkpoint()
         self.export()
+
+
+class FimTrainer(Trainer):
+    """The autoregressive fill-in-the-middle baseline: the embedded model's tokenizer plus
+    three FIM tokens, a Llama of the same size, the same corpus and batch sampling."""
+
+    def _make_tokenizer(self, documents: list[corpus.Document], init_from: Path | None):
+        source = init_from or (self.run_dir if (self.run_dir / "tokenizer.json").exists() else EMBEDDED_MODEL)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(source)
+        tokenizer.add_special_tokens({"additional_special_tokens": list(FIM_TOKENS)})
+        tokenizer.save_pretrained(self.run_dir)
+        return tokenizer
+
+    def _make_batches(self, streams: objective.Streams, rng: np.random.Generator):
+        return fim.FimBatchMaker(streams, self.ids, self.config.objective, rng,
+                                 fim_ids=FimIds.from_tokenizer(self.tokenizer))
+
+    def _make_model(self, init_from: Path | None) -> torch.nn.Module:
+        if init_from is not None:
+            return AutoModelForCausalLM.from_pretrained(init_from, dtype=torch.float32)
+        return fim.fim_model(self.config.architecture, len(self.tokenizer), FimIds.from_tokenizer(self.tokenizer))
+
+    def _loss(self) -> tuple[torch.Tensor, dict[str, float]]:
+        return fim.loss(self.model, self.batches.make())
+
+    def _fim_model(self) -> FimModel:
+        spec = FimSpec(self.config.max_prefix, self.config.objective.suffix_head, self.config.objective.gap_slots)
+        return FimModel(self.model, self.tokenizer, spec, FimIds.from_tokenizer(self.tokenizer), "training")
+
+    def _probe_engine(self):
+        return AutoregressiveEngine(self._fim_model(), EngineSettings(mode="single-line"))
+
+    def _save_spec(self) -> None:
+        self._fim_model().spec.save(self.export_dir)

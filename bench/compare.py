@@ -1,0 +1,254 @@
+"""`diffusion-infill bench`: the diffusion engine beside the autoregressive baseline.
+
+Both models are measured in one run, on the same held-out cases (bench.cases: code
+never trained on), with the same context, closure rule and metrics (bench.metrics).
+Each configuration runs in its own fresh process, one after another, so peak RSS is its
+own and no two compete for the cores. Forward passes count every model call: for the
+diffusion engine the prefix encoding plus each denoising step, for the baseline one per
+generated token (END included; the first is the prefill).
+
+Configurations: the diffusion engine at its defaults and the baseline (greedy, KV
+cache), then ablations of the diffusion engine on the same cases (early stopping off,
+entropy bound, closure repair off) and a typed-along scenario: after a first completion
+the user types its first two characters and asks again, with warm start and KV reuse on
+or off. In that scenario `exact_match` is whether the second completion is the rest of
+the first (the suggestion stays put while the user types along it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import multiprocessing
+import os
+import platform
+import resource
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bench.cases import Case, build_cases, sources
+from bench.metrics import aggregate, run_case
+
+BASELINE_MODEL = Path(__file__).parent / "fim_model"
+CASE_SEED = 20261202
+TYPED_CHARACTERS = 2
+QUICK_CASES = 10
+FULL_CASES = 60
+RATIO_KEYS = ("forward_passes_mean", "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50", "exact_match",
+              "edit_similarity_mean", "closure_valid")
+
+
+@dataclass(frozen=True)
+class Config:
+    label: str
+    family: str  # "diffusion" or "autoregressive"
+    overrides: dict = field(default_factory=dict)  # EngineSettings / DenoiseSettings fields
+    scenario: str = "cases"  # or "typed-along"
+    warm_start: bool = True
+    kv_reuse: bool = True
+
+
+DIFFUSION = Config("diffusion", "diffusion")
+AUTOREGRESSIVE = Config("autoregressive", "autoregressive")
+ABLATIONS = (
+    Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0}),
+    Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
+    Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
+    Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
+)
+TYPED_ALONG = (
+    Config("typed along: diffusion", "diffusion", scenario="typed-along"),
+    Config("typed along: diffusion, warm start off", "diffusion", scenario="typed-along", warm_start=False),
+    Config("typed along: diffusion, KV reuse off", "diffusion", scenario="typed-along", kv_reuse=False),
+    Config("typed along: autoregressive", "autoregressive", scenario="typed-along"),
+)
+
+
+def _engine(config: Config, model: Path | None, baseline: Path):
+    from engine.autoregressive import AutoregressiveEngine, load_fim
+    from engine.factory import create_engine
+    from engine.loading import load
+    from engine.settings import EngineSettings
+
+    settings = EngineSettings().with_overrides(**config.overrides)
+    if config.family == "autoregressive":
+        loaded = load_fim(baseline)
+        return AutoregressiveEngine(loaded, settings), loaded.tokenizer, 0
+    loaded = load(str(model) if model else None)
+    return create_engine(loaded, settings), loaded.tokenizer, 1
+
+
+def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
+    from engine.infill import PrefixCache
+
+    first = run_case(engine, case, tokenizer, prefill_passes)
+    if len(first["text"]) <= TYPED_CHARACTERS:
+        return None
+    typed = first["text"][:TYPED_CHARACTERS]
+    follow = replace(case, prefix=case.prefix + typed, expected=first["text"][TYPED_CHARACTERS:])
+    if not config.kv_reuse:
+        engine.prefix_cache = PrefixCache()
+    return run_case(engine, follow, tokenizer, prefill_passes, start_text=None if config.warm_start else "")
+
+
+def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case], threads: int, seed: int) -> dict:
+    """One configuration on all cases; meant to run in a fresh process."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    engine, tokenizer, prefill_passes = _engine(config, model, baseline)
+    if config.scenario == "typed-along":
+        rows = [row for case in cases if (row := _typed_along(engine, case, tokenizer, prefill_passes, config))]
+    else:
+        rows = [run_case(engine, case, tokenizer, prefill_passes) for case in cases]
+    return {"label": config.label, "family": config.family, **aggregate(rows),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "rows": rows}
+
+
+def measure_in_fresh_process(config: Config, *args) -> dict:
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(measure, config, *args).result()
+
+
+def ratios(diffusion: dict, autoregressive: dict) -> dict:
+    """diffusion / autoregressive for each headline metric (None where the baseline is 0)."""
+    return {key: round(diffusion[key] / autoregressive[key], 3) if autoregressive[key] else None
+            for key in RATIO_KEYS}
+
+
+def machine(threads: int) -> dict:
+    import torch
+    import transformers
+
+    return {"cpus": os.cpu_count(), "threads": threads, "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+            "device": "cpu"}
+
+
+def run(quick: bool, cases: int | None, model: Path | None, baseline: Path, threads: int, seed: int,
+        typing_burst: bool) -> dict:
+    chosen = build_cases(cases or (QUICK_CASES if quick else FULL_CASES), CASE_SEED)
+    results = {config.label: measure_in_fresh_process(config, model, baseline, chosen, threads, seed)
+               for config in (DIFFUSION, AUTOREGRESSIVE, *(() if quick else ABLATIONS + TYPED_ALONG))}
+    diffusion, autoregressive = results.pop(DIFFUSION.label), results.pop(AUTOREGRESSIVE.label)
+    report = {
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(threads),
+        "cases": {"count": len(chosen), "seed": CASE_SEED, "kinds": sorted({c.kind for c in chosen}),
+                  "sources": {"stdlib": "held-out 5% split", **sources()}},
+        "diffusion": {"model": str(model or "embedded"), **_recipe(model), **diffusion},
+        "autoregressive": {"model": str(baseline), **_recipe(baseline), **autoregressive},
+        "ratios_diffusion_over_autoregressive": ratios(diffusion, autoregressive),
+        "ablations": [results[c.label] for c in ABLATIONS if c.label in results],
+        "typed_along": [results[c.label] for c in TYPED_ALONG if c.label in results],
+    }
+    if typing_burst and not quick:
+        from bench.typing_burst import run as burst
+
+        report["typing_burst"] = burst(cases=3, model=model)
+    return report
+
+
+def _recipe(directory: Path | None) -> dict:
+    from engine.loading import EMBEDDED_MODEL
+
+    path = (directory or EMBEDDED_MODEL) / "recipe.json"
+    if not path.is_file():
+        return {}
+    recipe = json.loads(path.read_text())
+    return {"training_step": recipe.get("step"), "training_cpu_hours": recipe.get("cpu_hours"),
+            "parameters": recipe.get("parameters")}
+
+
+def without_rows(report: dict) -> dict:
+    """The report without per-case rows (they go to the --out file only)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "rows"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    return strip(report)
+
+
+def table(report: dict) -> str:
+    """A Markdown table of every configuration, for the README."""
+    header = ("| configuration | exact | edit sim. | closure-valid | dup. closer | forward passes | tok/fwd "
+              "| first draft p50 | latency p50 / p95 | peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- "
+              "| --- | --- |")
+    lines = [header]
+    for row in [report["diffusion"], report["autoregressive"], *report["ablations"], *report["typed_along"]]:
+        lines.append(
+            f"| {row['label']} | {row['exact_match']:.2f} | {row['edit_similarity_mean']:.2f} | "
+            f"{row['closure_valid']:.2f} | {row['duplicated_closer_rate']:.2f} | {row['forward_passes_mean']:.1f} | "
+            f"{row['tokens_per_forward_mean']:.2f} | {row['first_draft_ms_p50']:.0f} ms | "
+            f"{row['latency_ms_p50']:.0f} / {row['latency_ms_p95']:.0f} ms | {row['peak_rss_mb']:.0f} MB |")
+    m = report["machine"]
+    lines.append(f"\n{report['date']}, {m['cpus']} CPUs ({m['processor']}), {m['threads']} torch threads, torch "
+                 f"{m['torch']}, transformers {m['transformers']}; {report['cases']['count']} held-out cases "
+                 f"(seed {report['cases']['seed']}). Ratios diffusion / autoregressive: "
+                 + ", ".join(f"{k} {v}" for k, v in report["ratios_diffusion_over_autoregressive"].items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: Path) -> None:
+    """Quality against forward passes and against latency, every configuration of both models."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [report["diffusion"], report["autoregressive"], *report["ablations"]]
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for axis, key, label in ((axes[0], "forward_passes_mean", "forward passes per completion (mean)"),
+                             (axes[1], "latency_ms_p50", "latency p50 (ms)")):
+        for row in rows:
+            colour = "tab:blue" if row["family"] == "diffusion" else "tab:orange"
+            axis.scatter(row[key], row["edit_similarity_mean"], color=colour, s=60 if "," not in row["label"] else 25)
+            axis.annotate(row["label"].replace("diffusion, ", ""), (row[key], row["edit_similarity_mean"]),
+                          fontsize=7, xytext=(4, 4), textcoords="offset points")
+        axis.set_xlabel(label)
+        axis.set_ylabel("edit similarity to the original (mean)")
+        axis.grid(alpha=0.3)
+    m = report["machine"]
+    figure.suptitle(f"diffusion (blue) vs autoregressive FIM (orange), {report['cases']['count']} held-out cases; "
+                    f"{report['date']}, {m['cpus']} CPUs, {m['threads']} threads", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_CASES} cases, both models, no ablations")
+    parser.add_argument("--cases", type=int, help=f"number of cases (default {FULL_CASES}, {QUICK_CASES} with --quick)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.add_argument("--out", type=Path, help="write bench.json (with per-case rows), table.md and plot.png here")
+    parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
+    parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, help="autoregressive baseline checkpoint")
+    parser.add_argument("--threads", type=int, help="torch threads (default: half the cores, as the server)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-typing-burst", action="store_true", help="skip the typing burst through the server")
+
+
+def main(args: argparse.Namespace) -> int:
+    threads = args.threads or max(1, (os.cpu_count() or 2) // 2)
+    report = run(args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
+        (args.out / "table.md").write_text(table(report))
+        plot(report, args.out / "plot.png")
+    if args.json:
+        print(json.dumps(without_rows(report)))
+    else:
+        print(table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    raise SystemExit(main(parser.parse_args()))

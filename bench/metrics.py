@@ -1,0 +1,77 @@
+"""Per-case measurements of one completion engine and their aggregates, shared by the
+benchmarks so every engine is measured by the same code."""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+import time
+
+from engine import closure
+from engine.drafts import InfillRequest
+
+CLOSERS = ")]}\"'"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def duplicated_closer(text: str, suffix: str, expected: str) -> bool:
+    """The insertion ends with the closing character that already follows the cursor, where
+    the original text did not: accepting it would leave `foo(x))`."""
+    head = suffix[:1]
+    return bool(head) and head in CLOSERS and text.rstrip("\n").endswith(head) and not expected.endswith(head)
+
+
+def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | None = None) -> dict:
+    """Completes one case. `prefill_passes`: forward passes before the first draft that the
+    drafts' step count leaves out (the diffusion engine's prefix encoding)."""
+    request = InfillRequest(case.prefix, case.suffix, "python")
+    started = time.perf_counter()
+    first, draft = None, None
+    for draft in engine.complete(request, start_text=start_text):  # noqa: B007 (the last one is final)
+        first = first if first is not None else time.perf_counter() - started
+    total = time.perf_counter() - started
+    tokens = len(tokenizer.encode(draft.text, add_special_tokens=False))
+    passes = draft.step + prefill_passes
+    return {
+        "name": case.name,
+        "kind": getattr(case, "kind", "line"),
+        "text": draft.text,
+        "exact": draft.text.strip() == case.expected.strip(),
+        "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
+        "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
+        "duplicated_closer": duplicated_closer(draft.text, case.suffix, case.expected),
+        "forward_passes": passes,
+        "tokens": tokens,
+        "tokens_per_forward": tokens / max(passes, 1),
+        "prefill_ms": draft.prefill_ms,
+        "first_draft_ms": first * 1000,
+        "total_ms": total * 1000,
+    }
+
+
+def aggregate(rows: list[dict]) -> dict:
+    totals = [r["total_ms"] for r in rows]
+    result = {
+        "cases": len(rows),
+        "exact_match": sum(r["exact"] for r in rows) / len(rows),
+        "edit_similarity_mean": statistics.fmean(r["similarity"] for r in rows),
+        "edit_similarity_median": statistics.median(r["similarity"] for r in rows),
+        "closure_valid": sum(r["valid"] for r in rows) / len(rows),
+        "duplicated_closer_rate": sum(r["duplicated_closer"] for r in rows) / len(rows),
+        "forward_passes_mean": statistics.fmean(r["forward_passes"] for r in rows),
+        "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in rows),
+        "prefill_ms_median": statistics.median(r["prefill_ms"] for r in rows),
+        "first_draft_ms_p50": percentile([r["first_draft_ms"] for r in rows], 0.5),
+        "latency_ms_p50": percentile(totals, 0.5),
+        "latency_ms_p95": percentile(totals, 0.95),
+    }
+    kinds = sorted({r["kind"] for r in rows})
+    if len(kinds) > 1:
+        result["by_kind"] = {kind: {"cases": len(subset), "exact_match": sum(r["exact"] for r in subset) / len(subset),
+                                    "edit_similarity_mean": statistics.fmean(r["similarity"] for r in subset)}
+                             for kind in kinds if (subset := [r for r in rows if r["kind"] == kind])}
+    return result

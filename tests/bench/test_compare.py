@@ -1,0 +1,83 @@
+"""`diffusion-infill bench`: both models on the same cases in one run, one JSON object on
+the last line, a table and a plot for the README."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from bench.compare import ratios, table
+
+
+@pytest.fixture(scope="module")
+def baseline_dir(tiny_fim, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("baseline") / "fim_model"
+    tiny_fim.model.save_pretrained(directory)
+    tiny_fim.tokenizer.save_pretrained(directory)
+    tiny_fim.spec.save(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    result = subprocess.run(
+        [console_script, "bench", "--quick", "--cases", "3", "--json", "--threads", "1", "--model", str(model_dir),
+         "--baseline", str(baseline_dir), "--out", str(out)],
+        capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1]), out
+
+
+def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
+    report, _ = quick_report
+    for family in ("diffusion", "autoregressive"):
+        for key in ("exact_match", "closure_valid", "forward_passes_mean", "latency_ms_p50"):
+            assert isinstance(report[family][key], float | int), (family, key)
+        assert report[family]["cases"] == 3
+        assert report[family]["closure_valid"] == 1.0
+
+
+def test_per_case_rows_go_to_the_out_file_not_to_stdout(quick_report):
+    report, out = quick_report
+    assert "rows" not in report["diffusion"]
+    saved = json.loads((out / "bench.json").read_text())
+    assert len(saved["diffusion"]["rows"]) == 3 and len(saved["autoregressive"]["rows"]) == 3
+
+
+def test_table_and_plot_are_written_dated_with_the_machine(quick_report):
+    report, out = quick_report
+    written = (out / "table.md").read_text()
+    assert report["date"] in written and f"{report['machine']['cpus']} CPUs" in written
+    assert written.count("\n| ") >= 3  # header, separator, two models
+    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_forward_passes_count_the_prefill(quick_report):
+    """Diffusion: prefix encoding + denoising steps; the baseline: one per generated token."""
+    report, out = quick_report
+    saved = json.loads((out / "bench.json").read_text())
+    assert all(row["forward_passes"] >= 2 for row in saved["diffusion"]["rows"])
+    assert all(row["forward_passes"] >= 1 for row in saved["autoregressive"]["rows"])
+
+
+def test_a_missing_baseline_names_the_path_and_how_to_train_it(console_script, tmp_path):
+    result = subprocess.run([console_script, "bench", "--quick", "--baseline", str(tmp_path / "none")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert str(tmp_path / "none") in result.stderr and "train --objective fim" in result.stderr
+
+
+def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is_zero():
+    diffusion = {"forward_passes_mean": 6.0, "latency_ms_p50": 100.0, "latency_ms_p95": 200.0,
+                 "first_draft_ms_p50": 10.0, "exact_match": 0.5, "edit_similarity_mean": 0.6, "closure_valid": 1.0}
+    autoregressive = {**diffusion, "forward_passes_mean": 12.0, "exact_match": 0.0}
+    result = ratios(diffusion, autoregressive)
+    assert result["forward_passes_mean"] == 0.5 and result["exact_match"] is None
+
+
+def test_the_table_has_one_row_per_configuration(quick_report):
+    report, _ = quick_report
+    rows = [line for line in table(report).splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + 2  # header + diffusion + autoregressive (no ablations in --quick)

@@ -1,0 +1,31 @@
+"""bench.metrics: what counts as a duplicated closer, and the aggregate of a run."""
+
+from __future__ import annotations
+
+from bench.metrics import aggregate, duplicated_closer, percentile
+
+
+def test_an_insertion_that_repeats_the_closer_after_the_cursor_is_duplicated():
+    assert duplicated_closer("x, y)", ")\n", "x, y")
+
+
+def test_an_insertion_that_stops_before_the_closer_is_not():
+    assert not duplicated_closer("x, y", ")\n", "x, y")
+
+
+def test_a_closer_the_original_also_had_is_not_counted():
+    assert not duplicated_closer("f(x)", ")\n", "f(x)")
+
+
+def test_percentiles_pick_from_the_values():
+    assert percentile([3, 1, 2], 0.5) == 2 and percentile([1, 2, 3, 4], 0.95) == 4
+
+
+def test_aggregate_counts_rates_and_breaks_down_by_kind():
+    row = {"exact": True, "similarity": 1.0, "valid": True, "duplicated_closer": False, "forward_passes": 4,
+           "tokens_per_forward": 0.5, "prefill_ms": 1.0, "first_draft_ms": 2.0, "total_ms": 10.0, "kind": "line"}
+    rows = [row, {**row, "exact": False, "similarity": 0.5, "duplicated_closer": True, "kind": "span"}]
+    result = aggregate(rows)
+    assert result["exact_match"] == 0.5 and result["duplicated_closer_rate"] == 0.5
+    assert result["edit_similarity_mean"] == 0.75
+    assert result["by_kind"]["span"]["exact_match"] == 0.0

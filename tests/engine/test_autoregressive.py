@@ -1,0 +1,88 @@
+"""The autoregressive baseline (engine.autoregressive): the same context, drafts and
+closure rule as the diffusion engine, one token per forward pass, greedy."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.autoregressive import AutoregressiveEngine, fim_prompt
+from engine.drafts import InfillRequest
+from engine.prefix import encode_context
+from engine.settings import EngineSettings
+
+CLOSURE_CASES = [
+    pytest.param("result = compute(value", "", id="unclosed-call"),
+    pytest.param("print(", ")\n", id="auto-paired-paren"),
+    pytest.param("x = {'a': (", ")}\n", id="nested-pairs"),
+    pytest.param('name = "', '"\n', id="open-string"),
+    pytest.param("", "", id="empty-file"),
+]
+
+
+@pytest.fixture
+def engine(tiny_fim):
+    return AutoregressiveEngine(tiny_fim, EngineSettings(mode="multi-line"))
+
+
+def test_the_prompt_is_prefix_suffix_middle_in_that_order(tiny_fim):
+    ids = tiny_fim.ids
+    assert fim_prompt([10, 11], [20], ids) == [ids.prefix, 10, 11, ids.suffix, 20, ids.middle]
+
+
+def test_one_draft_per_forward_pass_then_one_final(engine):
+    drafts = list(engine.complete(InfillRequest("def area(w, h):\n    return ", "\n", "python")))
+    assert drafts[-1].final and [d.final for d in drafts].count(True) == 1
+    steps = [d.step for d in drafts[:-1]]
+    assert steps == list(range(1, len(steps) + 1))
+    assert drafts[-1].step <= engine.loaded.spec.max_middle + 1
+
+
+def test_decoding_is_greedy_so_the_same_request_gives_the_same_text(engine):
+    request = InfillRequest("import os\nprint(os.", ")\n", "python")
+    assert list(engine.complete(request))[-1].text == list(engine.complete(request))[-1].text
+
+
+def test_the_first_token_is_the_argmax_of_the_fim_prompt(tiny_fim, engine):
+    request = InfillRequest("value = 1 + ", "\n", "python")
+    spec, ids = tiny_fim.spec, tiny_fim.ids
+    context = encode_context(tiny_fim.tokenizer, ids.bos, request.prefix, request.suffix, spec.max_prefix,
+                             spec.suffix_head)
+    with torch.no_grad():
+        logits = tiny_fim.model(torch.tensor([fim_prompt(context.prefix_ids, context.suffix_ids, ids)])).logits
+    logits[0, -1, ids.end] = -float("inf")  # END is kept out of the first position (min_insertion_tokens)
+    expected = tiny_fim.tokenizer.decode([int(logits[0, -1].argmax())])
+    first = next(engine.complete(request))
+    assert first.text == expected
+
+
+@pytest.mark.parametrize(("prefix", "suffix"), CLOSURE_CASES)
+def test_the_final_text_never_breaks_closure(engine, prefix, suffix):
+    final = list(engine.complete(InfillRequest(prefix, suffix, "python")))[-1]
+    assert final.valid
+
+
+def test_single_line_mode_stops_at_the_end_of_the_line(tiny_fim):
+    engine = AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line"))
+    drafts = list(engine.complete(InfillRequest("for item in items:\n    total = total + it", "\n", "python")))
+    assert all("\n" not in d.text for d in drafts)
+
+
+def test_a_healed_word_starts_with_a_token_that_continues_it(tiny_fim, engine):
+    """The cursor inside `appe`: the last token is taken back and the first generated token
+    must start with its text, so the insertion continues the word instead of restarting."""
+    prefix = "items = []\nitems.appe"
+    spec, ids = tiny_fim.spec, tiny_fim.ids
+    context = encode_context(tiny_fim.tokenizer, ids.bos, prefix, "\n", spec.max_prefix, spec.suffix_head)
+    assert context.healed and prefix.endswith(context.healed)
+    prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
+    options = engine._generate_options(context, len(prompt), prefix)
+    generated = tiny_fim.model.generate(torch.tensor([prompt]), **options)
+    assert tiny_fim.tokenizer.decode(generated[0, len(prompt) : len(prompt) + 1]).startswith(context.healed)
+
+
+def test_cancelling_stops_generation_without_a_final_draft(engine):
+    drafts = []
+    for draft in engine.complete(InfillRequest("x = [", "]\n", "python"), cancelled=lambda: bool(drafts)):
+        drafts.append(draft)
+    assert drafts and not any(d.final for d in drafts)
