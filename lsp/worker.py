@@ -40,6 +40,7 @@ class Job:
     on_draft: Callable[[Draft], None]  # called on the engine thread
     start_text: str | None = None  # a previous completion that still fits the cursor (warm start)
     cancel: threading.Event = field(default_factory=threading.Event)
+    steps: int = 0  # denoising steps (decoder passes) this job ran, all samples, cancelled ones included
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class EngineWorker:
         self._engine = None
         self._fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
         self.state = State.IDLE
+        # Work done since start, superseded runs included (written on the engine thread only):
+        # the per-job debug line below reports them, for bench.typing_burst's wasted-work count.
+        self.completions = 0
+        self.steps = 0
 
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
         """Loads a model (after the jobs already queued); completions queued later wait for it."""
@@ -103,6 +108,16 @@ class EngineWorker:
             self._engine = create_engine(self._loaded, settings)
 
     def _complete(self, job: Job) -> list[Draft] | None:
+        try:
+            return self._samples(job)
+        finally:
+            self.completions += 1
+            self.steps += job.steps
+            outcome = "cancelled" if job.cancel.is_set() else "finished"
+            log.debug("completion %d %s after %d denoising steps; totals: %d steps in %d completions",
+                      self.completions, outcome, job.steps, self.steps, self.completions)
+
+    def _samples(self, job: Job) -> list[Draft] | None:
         finals = []
         for sample in range(job.samples):
             if job.cancel.is_set() or self._engine is None:
@@ -127,9 +142,14 @@ class EngineWorker:
             return self._run(job, first, start_text)
 
     def _run(self, job: Job, first: bool, start_text: str | None) -> Draft | None:
-        for draft in self._engine.complete(job.request, job.cancel.is_set, start_text):
-            if draft.final:
-                return draft
-            if first:
-                job.on_draft(draft)
-        return None
+        ran = 0  # Draft.step of the latest draft: decoder passes so far, also for a run cancelled midway
+        try:
+            for draft in self._engine.complete(job.request, job.cancel.is_set, start_text):
+                ran = draft.step
+                if draft.final:
+                    return draft
+                if first:
+                    job.on_draft(draft)
+            return None
+        finally:
+            job.steps += ran
