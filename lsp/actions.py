@@ -6,7 +6,8 @@ the request's context (for JSON the whole document, for Markdown the problem's l
 The repair runs on the engine thread (engine.fixes), once per document version and target
 (editors ask again at every cursor move); a fixed target becomes a versioned
 WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
-offered disabled with the reason (when the client can show that) and edits nothing.
+offered disabled with the reason and edits nothing; a client that cannot show disabled
+actions is not sent it (as the spec asks) but told the reason in a message instead.
 
 A client that resolves edits lazily (`resolveSupport` with `edit`, and `dataSupport`) gets
 the actions at once, each with `data` naming its target and document version, and the
@@ -261,15 +262,29 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     """textDocument/codeAction: the fixes and the rewrite the selection and diagnostics call for."""
     snapshot = _snapshot(ls, params.text_document.uri)
     encoding, support = ls.encoding, Support.of(ls.client_capabilities)
-    actions = []
+    actions, withheld = [], []
     for target in targets(snapshot, params, encoding):
         if support.resolve and ls.fixes.get(_key(snapshot, target)) is None:
             actions.append(unresolved(snapshot, target, encoding))  # the repair waits until the user picks it
             continue
         result = await _fix(ls, snapshot, target)
-        if result.fixed or support.disabled:  # a client that cannot show a disabled action would apply it
+        if result.fixed or support.disabled:
             actions.append(code_action(snapshot, target, result, encoding))
+        else:  # a client that cannot show a disabled action would offer it as if it worked
+            withheld.append(f"{target.action.title}: {result.reason}")
+    if withheld:
+        _explain(ls, params.context.trigger_kind, withheld)
     return actions
+
+
+def _explain(ls, trigger: types.CodeActionTriggerKind | None, withheld: list[str]) -> None:
+    """Why actions were left out, for a client that cannot show disabled ones: a message when the user asked
+    for code actions, the client's log when the editor asked by itself (it does at every cursor move)."""
+    message = "diffusion-infill: " + "; ".join(dict.fromkeys(withheld))
+    if trigger == types.CodeActionTriggerKind.Invoked:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+    else:
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
 
 
 def _unchanged(ls, pending: Pending) -> Document:

@@ -1,0 +1,63 @@
+"""A client that cannot show disabled actions (no `codeAction.disabledSupport`) is not sent
+them, as the spec asks, but is still told why an action is missing: in a message when the
+user asked for code actions, in its log when the editor asked by itself. Either way the
+document is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from action_client import FIX_JSON, action_capabilities, applied, code_actions, open_diagnosed, titled
+from lsp_client import Editor, serve_command, start, stop
+from lsprotocol import types
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+INVOKED, AUTOMATIC = types.CodeActionTriggerKind.Invoked, types.CodeActionTriggerKind.Automatic
+# Two top-level documents, too long for a repair canvas: no candidate can be valid.
+UNFIXABLE = "\n".join(json.dumps({"id": i, "tags": ["a", "b"]}) for i in range(80))
+REASON = "Fix JSON selection: no candidate repair of the selection is valid JSON"
+
+
+@pytest.fixture(scope="module")
+async def session(model_dir, tmp_path_factory):
+    client, _ = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"),
+                            action_capabilities(resolve=False, disabled=False))
+    yield client
+    await stop(client)
+
+
+@pytest.fixture
+def editor(session) -> Editor:
+    session.messages.clear()
+    session.log_messages.clear()
+    return Editor(session)
+
+
+def said(messages: list) -> list[str]:
+    return [message.message for message in messages if message.message.startswith("diffusion-infill: ")]
+
+
+async def test_asked_for_actions_with_no_valid_fix_the_user_is_shown_why(editor):
+    uri, diagnostics = await open_diagnosed(editor, UNFIXABLE, "json", ".json")
+    actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics, trigger=INVOKED)
+    assert not actions  # notifications come before the response, so the message is already here
+    assert said(editor.client.messages) == [f"diffusion-infill: {REASON}"]
+    assert editor.texts[uri] == UNFIXABLE
+
+
+async def test_when_the_editor_asks_by_itself_the_reason_goes_to_its_log(editor):
+    uri, diagnostics = await open_diagnosed(editor, UNFIXABLE, "json", ".json")
+    for trigger in (AUTOMATIC, None):  # a client older than triggerKind: maybe at every cursor move too
+        assert not await code_actions(editor, uri, diagnostics[0].range, diagnostics, trigger=trigger)
+    assert said(editor.client.log_messages) == [f"diffusion-infill: {REASON}"] * 2
+    assert said(editor.client.messages) == []
+
+
+async def test_a_valid_fix_is_offered_as_usual_and_nothing_is_said(editor):
+    uri, diagnostics = await open_diagnosed(editor, "[1, 2,", "json", ".json")
+    action = titled(await code_actions(editor, uri, diagnostics[0].range, diagnostics, trigger=INVOKED), FIX_JSON)
+    fixed, _ = applied("[1, 2,", action, uri)
+    assert json.loads(fixed) == [1, 2]
+    assert said(editor.client.messages) == said(editor.client.log_messages) == []
