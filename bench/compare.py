@@ -9,7 +9,7 @@ generated token (END included; the first is the prefill).
 
 Configurations: the diffusion engine at its defaults and the baseline (greedy, KV
 cache), then ablations of the diffusion engine on the same cases (early stopping off,
-entropy bound, closure repair off) and a typed-along scenario: after a first completion
+entropy bound, closure repair off, a colder temperature schedule) and a typed-along scenario: after a first completion
 the user types its first two characters and asks again, with warm start and KV reuse on
 or off. In that scenario `exact_match` is whether the second completion is the rest of
 the first (the suggestion stays put while the user types along it).
@@ -57,6 +57,7 @@ ABLATIONS = (
     Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
+    Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
 )
 TYPED_ALONG = (
     Config("typed along: diffusion", "diffusion", scenario="typed-along"),
