@@ -15,7 +15,6 @@ from pathlib import Path
 from engine.closure import language_for_path
 from engine.fixes import Fixer, FixResult, Surroundings
 
-KINDS = ("auto", "json", "markdown", "regenerate")
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 
 
@@ -56,19 +55,22 @@ def pick_kind(kind: str, path: Path, selected: str) -> str:
     """What to do with the selection: as asked, else by the file's language and the text's look."""
     if kind != "auto":
         return kind
+    if path.suffix.lower() == ".jsonc":
+        return "jsonc"  # comments and trailing commas are allowed there, and kept
     if selected.lstrip()[:1] in ("{", "["):
         return "json"
     language = language_for_path(str(path))
     if language in ("json", "markdown"):
         return language
-    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, markdown or regenerate")
+    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, markdown or regenerate")
 
 
 def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Path) -> FixResult:
     """The fix of the selection; the result's text is the selection's."""
     selected = text[selection.start : selection.end]
     around = Surroundings(text[: selection.start], text[selection.end :], language_for_path(str(path)))
-    action = {"json": fixer.fix_json, "markdown": fixer.fix_markdown, "regenerate": fixer.regenerate}
+    action = {"json": fixer.fix_json, "jsonc": fixer.fix_jsonc, "markdown": fixer.fix_markdown,
+              "regenerate": fixer.regenerate}
     return action[pick_kind(kind, path, selected)](selected, around)
 
 

@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("path", type=Path, help="the file")
     fix.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
                      "exclusive)")
-    fix.add_argument("--kind", choices=("auto", "json", "markdown", "regenerate"), default="auto",
+    fix.add_argument("--kind", choices=("auto", "json", "jsonc", "markdown", "regenerate"), default="auto",
                      help="what to do (default: by the text and the file's extension)")
     fix.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     fix.add_argument("--write", action="store_true", help="write the fixed text back to the file")

@@ -1,10 +1,11 @@
 """Fix JSON, fix Markdown and regenerate a selection: candidates, validation, choice.
 
 Every fix gathers candidates from the deterministic repair and from the diffusion
-repair (engine.repair), validates each one the same way (JSON must load; Markdown must
-pass engine.markdown_rules; a regenerated selection must keep the file's closure), and
-keeps the valid candidate that loses the least of what the user wrote, then has the
-smallest edit. When none is valid the result says why and carries the text unchanged.
+repair (engine.repair), validates each one the same way (JSON must load, JSONC once its
+comments and trailing commas are blanked out; Markdown must pass engine.markdown_rules;
+a regenerated selection must keep the file's closure), and keeps the valid candidate
+that loses the least of what the user wrote, then has the smallest edit. When none is
+valid the result says why and carries the text unchanged.
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ def _loads(text: str) -> bool:
     return True
 
 
+def _as_json(text: str, jsonc: bool) -> str:
+    """What json.loads must accept: JSONC with its comments and trailing commas blanked out."""
+    return jsonfix.strip_jsonc(text) if jsonc else text
+
+
 def markdown_validator(deterministic: str) -> Callable[[str], bool]:
     """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
     deterministic fix (a table must not pass the rules by turning into prose)."""
@@ -123,25 +129,37 @@ class Fixer:
             return []
         return [Candidate(text, "diffusion") for text in filled]
 
-    def fix_json(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+    def fix_json(self, text: str, around: Surroundings = Surroundings(), jsonc: bool = False) -> FixResult:
+        """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
+        must keep every comment as the user wrote it."""
+        dialect = "JSONC" if jsonc else "JSON"
+        comments = jsonfix.comments(text)
+
+        def valid(candidate: str) -> bool:
+            return _loads(_as_json(candidate, jsonc)) and (not jsonc or jsonfix.comments(candidate) == comments)
+
         if not text.strip():
             return FixResult(text, False, "the selection is empty")
-        if _loads(text):
-            return FixResult(text, False, "the selection is already valid JSON")
+        if valid(text):
+            return FixResult(text, False, f"the selection is already valid {dialect}")
         candidates = []
-        structural = jsonfix.structural_repair(text)
+        structural = jsonfix.structural_repair(text, jsonc)
         if structural is not None:
             candidates.append(Candidate(structural, "structure"))
             candidates += self._diffusion(text, changed_spans(text, structural), around)
-        damaged = [Span(item.start, item.end) for item in jsonfix.damage(text)]
+        damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
         written = jsonfix.atoms(text)
 
         def lost(candidate: str) -> int:
-            return sum((written - jsonfix.value_atoms(json.loads(candidate))).values())
+            return sum((written - jsonfix.value_atoms(json.loads(_as_json(candidate, jsonc)))).values())
 
-        ranked = rank(text, candidates, _loads, lost)
-        return _result(text, candidates, ranked, "no candidate repair of the selection is valid JSON")
+        ranked = rank(text, candidates, valid, lost)
+        return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
+
+    def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        """JSON with comments and trailing commas (VS Code settings, tsconfig)."""
+        return self.fix_json(text, around, jsonc=True)
 
     def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         found = markdown_rules.problems(text)

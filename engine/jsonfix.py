@@ -7,6 +7,10 @@ token, keeping the user's whitespace and every key and value it can: it quotes b
 and single-quoted strings, maps Python literals, drops comments and trailing commas, and
 inserts missing commas, colons, closing quotes and closers. Its output is only a
 candidate: like every other candidate it must pass `json.loads` (see engine.fixes).
+
+JSONC (VS Code settings, tsconfig) allows `//` and `/* */` comments and trailing commas:
+`strip_jsonc` blanks them out, offsets unchanged, so that `json.loads` and `damage` see
+what is left, and `structural_repair(text, jsonc=True)` keeps them.
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ _STRUCTURE_AFTER_COMMA = re.compile(
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "space", "punct", "string", "number", "word", "junk"
-    text: str  # the JSON text to write for it ("" for comments and junk)
+    kind: str  # "space", "comment" (// and /* */), "punct", "string", "number", "word", "junk"
+    text: str  # the JSON text to write for it ("" for junk; a comment's own text)
     start: int  # offset in the original text
     end: int
     closed: bool = True  # a string that had its closing quote
@@ -112,11 +116,12 @@ def tokenize(text: str) -> list[Token]:
         elif text.startswith("//", index) or char == "#":
             end = text.find("\n", index)
             end = len(text) if end == -1 else end
-            tokens.append(Token("junk", "", index, end))
+            comment = char == "/"  # a JSONC comment; `#` starts junk (dropped, in JSONC too)
+            tokens.append(Token("comment", text[index:end], index, end) if comment else Token("junk", "", index, end))
         elif text.startswith("/*", index):
             end = text.find("*/", index + 2)
             end = len(text) if end == -1 else end + 2
-            tokens.append(Token("junk", "", index, end))
+            tokens.append(Token("comment", text[index:end], index, end))
         elif char in "{}[]:,":
             end = index + 1
             tokens.append(Token("punct", char, index, end))
@@ -164,8 +169,9 @@ class _Writer:
 
 
 class _Parser:
-    def __init__(self, tokens: list[Token]):
+    def __init__(self, tokens: list[Token], jsonc: bool = False):
         self.tokens = tokens
+        self.jsonc = jsonc  # comments and trailing commas are kept
         self.index = 0
         self.out = _Writer()
         self.stack: list[str] = []  # closers of the open containers, innermost last
@@ -174,9 +180,9 @@ class _Parser:
         """The next significant token; whitespace and comments on the way are written or dropped."""
         while self.index < len(self.tokens):
             token = self.tokens[self.index]
-            if token.kind == "space":
-                self.out.space.append(token.text)
-            elif token.kind != "junk":
+            if token.kind == "space" or (token.kind == "comment" and self.jsonc):
+                self.out.space.append(token.text)  # held back like whitespace: an inserted comma lands before it
+            elif token.kind not in ("comment", "junk"):
                 return token
             self.index += 1
         return None
@@ -267,7 +273,7 @@ class _Parser:
         while following is not None and following.kind == "punct" and following.text == ",":
             self.take()  # ",,": one comma is enough
             following = self.peek()
-        if following is None or (following.kind == "punct" and following.text in "]}"):
+        if not self.jsonc and (following is None or (following.kind == "punct" and following.text in "]}")):
             del self.out.pieces[written]  # trailing comma: dropped
         return True
 
@@ -281,14 +287,39 @@ class _Parser:
         return self.out.text()
 
 
-def structural_repair(text: str) -> str | None:
-    """The text rewritten as JSON with the smallest local changes, or None when it is not one value."""
+def structural_repair(text: str, jsonc: bool = False) -> str | None:
+    """The text rewritten as JSON (JSONC: keeping comments and trailing commas) with the smallest local
+    changes, or None when it is not one value."""
     if not text.strip():
         return None
     try:
-        return _Parser(tokenize(text)).document()
+        return _Parser(tokenize(text), jsonc).document()
     except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
         return None
+
+
+def _unclosed_block(comment: str) -> bool:
+    return comment.startswith("/*") and (len(comment) < 4 or not comment.endswith("*/"))
+
+
+def comments(text: str) -> Counter:
+    """The `//` and `/* */` comments in `text`, as written."""
+    return Counter(token.text for token in tokenize(text) if token.kind == "comment")
+
+
+def strip_jsonc(text: str) -> str:
+    """JSONC as JSON: comments and trailing commas replaced by spaces (line breaks kept), so offsets into
+    the result are offsets into `text`."""
+    tokens = tokenize(text)
+    structure = [token for token in tokens if token.kind not in ("space", "comment")]
+    trailing = [comma for comma, following in zip(structure, structure[1:], strict=False)
+                if comma.kind == "punct" and comma.text == "," and following.text in ("]", "}")]
+    # A block comment never closed runs to the end of the text: that is damage, not a comment.
+    closed = [token for token in tokens if token.kind == "comment" and not _unclosed_block(token.text)]
+    chars = list(text)
+    for token in closed + trailing:
+        chars[token.start : token.end] = [char if char in "\r\n" else " " for char in text[token.start : token.end]]
+    return "".join(chars)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from engine import closure
 from engine.fixes import Fixer, FixResult, Surroundings
-from lsp.diagnostics import JSON_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
+from lsp.diagnostics import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.documents import Document, UnknownDocument
 from lsp.positions import PositionError
 
@@ -48,9 +48,10 @@ class Action:
 
 
 JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json)
+JSONC = Action("jsonc", "Fix JSON selection", QUICKFIX, Fixer.fix_jsonc)  # keeps comments and trailing commas
 MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown)
 REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate)
-ACTIONS = {action.name: action for action in (JSON, MARKDOWN, REGENERATE)}
+ACTIONS = {action.name: action for action in (JSON, JSONC, MARKDOWN, REGENERATE)}
 _converter = get_converter()
 
 
@@ -144,13 +145,17 @@ def _looks_like_json(text: str) -> bool:
     return text.lstrip()[:1] in ("{", "[")
 
 
+def _json_action(document: Document) -> Action:
+    return JSONC if document.language_id in JSONC_LANGUAGES else JSON
+
+
 def _selection_targets(document: Document, start: int, end: int) -> list[Target]:
     if start == end:
         return []
     selected = document.text[start:end]
     targets = []
-    if document.language_id in JSON_LANGUAGES or _looks_like_json(selected):
-        targets.append(Target(JSON, start, end))
+    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected):
+        targets.append(Target(_json_action(document), start, end))
     if document.language_id in MARKDOWN_LANGUAGES:
         targets.append(Target(MARKDOWN, start, end))
     targets.append(Target(REGENERATE, start, end))
@@ -165,8 +170,8 @@ def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic])
     ours = _ours(diagnostics)
     if not ours:
         return []
-    if document.language_id in JSON_LANGUAGES:
-        return [Target(JSON, 0, len(document.text), ours)]  # JSON is valid or not as a whole document
+    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES:
+        return [Target(_json_action(document), 0, len(document.text), ours)]  # JSON is valid or not as a whole document
     if document.language_id not in MARKDOWN_LANGUAGES:
         return []
     lines, targets = document.lines, []

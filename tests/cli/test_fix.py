@@ -46,6 +46,14 @@ def test_markdown_file_is_fixed_whole(tmp_path, capsys):
     assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 |  |\n"
 
 
+def test_a_jsonc_file_keeps_its_comments_and_trailing_commas(tmp_path, capsys):
+    source = tmp_path / "tsconfig.jsonc"
+    source.write_text('{\n  // strict\n  "strict": true\n  "lib": ["es2022",],\n}\n')  # a comma missing
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    assert last_json(capsys.readouterr().out)["text"] == \
+        '{\n  // strict\n  "strict": true,\n  "lib": ["es2022",],\n}\n'
+
+
 def test_no_valid_fix_reports_why_and_changes_nothing(tmp_path, capsys):
     source = tmp_path / "valid.json"
     source.write_text('{"a": 1}\n')

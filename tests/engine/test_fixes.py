@@ -4,10 +4,12 @@ model: junk text, but the contracts hold), validation, and the choice among cand
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
 from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size, markdown_validator
+from engine.jsonfix import comments, strip_jsonc
 from engine.markdown_rules import fix, problems
 from engine.repair import DiffusionRepairer, RepairSettings, Span, merge
 
@@ -72,6 +74,19 @@ def test_fix_json_without_any_valid_candidate_changes_nothing(repairer):
     result = Fixer(DiffusionRepairer(repairer.loaded, RepairSettings(max_canvas=4))).fix_json(text)
     assert not result.fixed and result.text == text
     assert "valid JSON" in result.reason
+
+
+def test_fix_jsonc_keeps_every_comment_where_fix_json_drops_them(repairer):
+    text = '{\n  // indentation\n  "tabs": [2, 4,] /* spaces */\n  "wrap": True,\n'
+    result = Fixer(repairer).fix_jsonc(text, Surroundings("", "\n"))
+    assert result.fixed and comments(result.text) == comments(text)
+    assert json.loads(strip_jsonc(result.text)) == {"tabs": [2, 4], "wrap": True}
+    assert comments(Fixer(None).fix_json(text).text) == Counter()
+
+
+def test_valid_jsonc_is_not_fixed():
+    result = Fixer(None).fix_jsonc('{"a": [1,], // fine in JSONC\n}')
+    assert not result.fixed and result.reason == "the selection is already valid JSONC"
 
 
 def test_valid_json_is_not_fixed():

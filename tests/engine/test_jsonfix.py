@@ -4,10 +4,11 @@ is located where tree-sitter and json.loads see it."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
-from engine.jsonfix import atoms, damage, structural_repair, value_atoms
+from engine.jsonfix import atoms, comments, damage, strip_jsonc, structural_repair, value_atoms
 
 INTENDED = {"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}
 
@@ -78,3 +79,30 @@ def test_an_unclosed_string_ends_where_json_structure_starts_but_prose_commas_st
 
 def test_absurd_nesting_is_declined_not_crashed_on():
     assert structural_repair("[" * 100_000) is None
+
+
+SETTINGS = '{\n  // editor\n  "tabs": [2, 4,], /* "not": "a key" */\n  "url": "http://x/*y*/",\n}\n'
+
+
+def test_jsonc_comments_and_trailing_commas_are_blanked_in_place():
+    stripped = strip_jsonc(SETTINGS)
+    assert len(stripped) == len(SETTINGS) and stripped.count("\n") == SETTINGS.count("\n")
+    assert json.loads(stripped) == {"tabs": [2, 4], "url": "http://x/*y*/"}  # comment markers in strings stay
+    assert damage(strip_jsonc(SETTINGS)) == []
+
+
+def test_a_block_comment_never_closed_is_damage_in_jsonc():
+    assert damage(strip_jsonc('{"a": 1} /* unfinished'))
+
+
+def test_jsonc_repair_keeps_comments_in_place_and_trailing_commas():
+    text = '{\n  "a": 1 // one\n  "b": [1, 2,], /* two */\n  "c": true\n'
+    assert comments(text) == Counter({"// one": 1, "/* two */": 1})
+    repaired = structural_repair(text, jsonc=True)
+    assert repaired == '{\n  "a": 1, // one\n  "b": [1, 2,], /* two */\n  "c": true}\n'
+    assert comments(repaired) == comments(text)
+    assert json.loads(strip_jsonc(repaired)) == {"a": 1, "b": [1, 2], "c": True}
+
+
+def test_strict_json_repair_drops_comments():
+    assert structural_repair('[1, // one\n 2]') == "[1, \n 2]"

@@ -35,6 +35,11 @@ def test_a_json_looking_selection_anywhere_is_offered_fix_json():
         ("json", start, start + 8), ("markdown", start, start + 8), ("regenerate", start, start + 8)]
 
 
+def test_a_selection_in_jsonc_is_offered_the_fix_that_keeps_comments():
+    document = Document("file:///settings.json", "jsonc", 1, '{"a": 1, // one\n}')
+    assert offered(document, params(document, 0, 5)) == [("jsonc", 0, 5), ("regenerate", 0, 5)]
+
+
 def test_a_json_diagnostic_targets_the_whole_document_and_is_not_a_selection():
     text = '{"a": 1,}'
     document = Document("file:///a.json", "json", 1, text)

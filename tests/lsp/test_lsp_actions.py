@@ -29,7 +29,7 @@ from action_client import (
 from lsp_client import Editor, serve_command, start, stop
 from lsprotocol import types
 
-from engine import markdown_rules
+from engine import jsonfix, markdown_rules
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 EAGER = {"resolve": False, "disabled": True}  # edits come with the actions; disabled ones are shown
@@ -68,6 +68,25 @@ async def test_broken_json_document_is_diagnosed_and_its_diagnostic_offers_the_f
 async def test_valid_json_gets_empty_diagnostics(editor):
     _, diagnostics = await open_diagnosed(editor, '{"a": [1, 2]}\n', "json", ".json")
     assert diagnostics == []
+
+
+SETTINGS = '{\n  // indentation\n  "editor.tabSize": 2, /* spaces */\n  "files.exclude": ["out",],\n}\n'
+
+
+async def test_comments_and_trailing_commas_are_damage_in_json_but_not_in_jsonc(editor):
+    _, diagnostics = await open_diagnosed(editor, SETTINGS, "jsonc", ".jsonc")
+    assert diagnostics == []
+    _, diagnostics = await open_diagnosed(editor, SETTINGS, "json", ".json")
+    assert diagnostics
+
+
+async def test_fix_json_in_a_jsonc_document_keeps_comments_and_trailing_commas(editor):
+    text = SETTINGS.replace('"editor.tabSize": 2,', '"editor.tabSize": 2')  # a comma missing
+    uri, diagnostics = await open_diagnosed(editor, text, "jsonc", ".jsonc")
+    assert diagnostics
+    fixed, _ = applied(text, titled(await code_actions(editor, uri, diagnostics[0].range, diagnostics), FIX_JSON), uri)
+    assert jsonfix.comments(fixed) == jsonfix.comments(text) and '["out",]' in fixed
+    assert json.loads(jsonfix.strip_jsonc(fixed)) == {"editor.tabSize": 2, "files.exclude": ["out"]}
 
 
 async def test_json_block_inside_markdown_is_fixed_and_nothing_else_changes(editor):
