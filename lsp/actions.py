@@ -41,7 +41,7 @@ KINDS = [QUICKFIX, REWRITE]
 
 @dataclass(frozen=True)
 class Action:
-    name: str  # "json", "markdown" or "regenerate"
+    name: str  # "json", "jsonc", "markdown" or "regenerate"
     title: str
     kind: types.CodeActionKind
     run: Callable[[Fixer, str, Surroundings], FixResult]
