@@ -56,8 +56,14 @@ class PrefixCache:
             self.cache.crop(common - len(self.ids))  # transformers 5: a negative count of tokens to drop
         if common < len(ids):
             tail = torch.tensor([ids[common:]], device=model.device)
-            with torch.no_grad():
-                model.model.encoder(input_ids=tail, cache=self.cache)
+            try:
+                with torch.no_grad():
+                    model.model.encoder(input_ids=tail, cache=self.cache)
+            except BaseException:
+                # Cropped, or extended in some layers and not others (out of memory midway):
+                # the cache matches no prefix any more, so the next call starts from nothing.
+                self.ids, self.cache = [], None
+                raise
         self.ids, self.reused_tokens = list(ids), common
         return self.cache
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
 
@@ -76,8 +77,13 @@ def load(name: str | None = None, device: str | None = None, dtype: str | None =
             model = DiffusionGemmaForBlockDiffusion.from_pretrained(
                 candidate, dtype=pick_dtype(dtype, target), **options
             ).to(target)
-        except (OSError, ValueError, RuntimeError, KeyError, TypeError) as error:
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError, SafetensorError) as error:  # truncated weights
             errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")
+            continue
+        vocab = model.config.text_config.vocab_size
+        if len(tokenizer) > vocab:  # its ids past the embedding would fail in the first forward pass
+            errors.append(f"{candidate}: the tokenizer has {len(tokenizer)} tokens and the model {vocab}: "
+                          "they do not belong together")
             continue
         model.eval()
         directory = Path(candidate)

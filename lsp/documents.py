@@ -7,12 +7,25 @@ applies edits with `lsp.positions` and knows each document's version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lsprotocol.types import TextDocumentContentChangeEvent, TextDocumentContentChangePartial
 
-from lsp.positions import Lines
+from lsp.positions import Lines, PositionError
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate replaced by U+FFFD.
+
+    JSON lets a client send one (`"\\ud800"`) and Python keeps it, but no tokenizer or
+    parser can encode it. The replacement is one code point for one, of the same width in
+    UTF-8, UTF-16 and UTF-32, so every position the client sends still means the same place.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 class UnknownDocument(KeyError):
@@ -43,9 +56,9 @@ class Document:
             lines = self.lines
             start = lines.offset(change.range.start, encoding, clamp_line=True)
             end = lines.offset(change.range.end, encoding, clamp_line=True)
-            self.text = self.text[:start] + change.text + self.text[max(start, end) :]
+            self.text = self.text[:start] + well_formed(change.text) + self.text[max(start, end) :]
         else:
-            self.text = change.text
+            self.text = well_formed(change.text)
 
 
 class Documents:
@@ -55,16 +68,25 @@ class Documents:
         self._open: dict[str, Document] = {}
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
-        document = Document(uri, language_id, version, text)
+        document = Document(uri, language_id, version, well_formed(text))
         self._open[uri] = document
         return document
 
     def change(self, uri: str, version: int, changes: Iterable[TextDocumentContentChangeEvent],
                encoding: str) -> Document:
-        """Applies `changes` in order (each one's positions refer to the text after the previous)."""
+        """Applies `changes` in order (each one's positions refer to the text after the previous).
+
+        All or nothing: when one change names no place in the text, none is applied, so the
+        text is never one the client did not have and the version still matches it.
+        """
         document = self.get(uri)
-        for change in changes:
-            document.apply(change, encoding)
+        before = document.text
+        try:
+            for change in changes:
+                document.apply(change, encoding)
+        except PositionError:
+            document.text = before
+            raise
         document.version = version
         return document
 

@@ -12,26 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from engine import closure
 from engine.drafts import Draft, InfillRequest
 from lsp import actions, diagnostics
 from lsp.documents import Document, Documents, UnknownDocument
+from lsp.framing import Frames
 from lsp.items import items, placement
 from lsp.positions import UTF16, PositionError
 from lsp.protocol import InfillProtocol
 from lsp.runs import Run, RunKey, Runs
 from lsp.settings import SECTION, ServerSettings, merge, section_of
 from lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from lsp.worker import EngineWorker, LoadOutcome, State
+from lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
 
 DRAFT_NOTIFICATION = "infill/draft"
 TRIGGERS = {types.InlineCompletionTriggerKind.Invoked: "invoked",
@@ -100,7 +102,15 @@ class InfillServer(LanguageServer):
         elif settings.invoked_items != previous.invoked_items:
             self.runs.clear()
 
+    def start_io(self, stdin=None, stdout=None) -> None:
+        # pygls trusts stdin's framing; one broken frame would lose every later message (lsp.framing).
+        super().start_io(Frames(stdin or sys.stdin.buffer), stdout)
+
     def report_server_error(self, error: Exception, source) -> None:
+        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
+            # pygls' read loop could not decode a body (JSON, UTF-8, nesting depth): JSON-RPC answers it.
+            self.protocol.reply_parse_error(error)
+            return
         # A failed request was answered with its error; errors outside a request (a bad
         # notification) are logged, not shown: the user cannot act on them.
         if source is not FeatureRequestError:
@@ -147,7 +157,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     key = RunKey(document.uri, document.version, cursor, selected, samples)
     request = InfillRequest(where.prefix, where.suffix, _closure_language(document))
-    finals = await ls.runs.complete(key, request, params.position)
+    try:
+        finals = await ls.runs.complete(key, request, params.position)
+    except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
+        raise actions.RequestFailed(f"completion failed: {error}") from None
     result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
     ls.telemetry.offered(trigger, len(result))
     return result

@@ -15,6 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import torch
+
 from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine
 from engine.fixes import Fixer
@@ -24,6 +26,10 @@ from engine.settings import EngineSettings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class CompletionFailed(RuntimeError):
+    """The engine raised during a completion (already logged with its traceback); the message says what."""
 
 
 class State(enum.Enum):
@@ -129,17 +135,23 @@ class EngineWorker:
         return finals
 
     def _sample(self, job: Job, first: bool) -> Draft | None:
-        """One completion: the final draft, or None when cancelled."""
+        """One completion: the final draft, or None when cancelled; CompletionFailed when the engine raised."""
         start_text = job.start_text if first else None
         try:
             return self._run(job, first, start_text)
         except Exception as error:
-            # An engine keeps state between calls (the prefix KV cache); a fresh one from the
-            # same weights recovers from a bad state instead of failing every later request.
-            log.warning("completion failed (%s: %s); retrying once with a fresh engine", type(error).__name__, error)
-            log.debug("the failure", exc_info=True)
+            # Not retried: a retry doubles the wait for a failure that is usually deterministic
+            # (out of memory, a checkpoint that yields NaN) and hides engine bugs that only the
+            # first call hits. The engine keeps state between calls (the prefix KV cache), so the
+            # next request gets a fresh one from the same weights.
+            log.error("completion failed: %s: %s", type(error).__name__, error, exc_info=True)
             self._engine = create_engine(self._loaded, self._settings)
-            return self._run(job, first, start_text)
+            message = f"{type(error).__name__}: {error}"
+        # Raised outside the except block, so the traceback (and on a GPU the tensors its frames
+        # hold after an out-of-memory error) is released before the next job runs.
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise CompletionFailed(message)
 
     def _run(self, job: Job, first: bool, start_text: str | None) -> Draft | None:
         ran = 0  # Draft.step of the latest draft: decoder passes so far, also for a run cancelled midway

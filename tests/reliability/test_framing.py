@@ -1,0 +1,62 @@
+"""lsp.framing in-process: what pygls reads from a stream that breaks the base protocol.
+(test_fuzz_protocol drives the same reader through the real server's stdin.)"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from lsp import framing
+from lsp.framing import Frames
+
+
+def bodies(data: bytes) -> list[bytes]:
+    """The bodies pygls would read from `data`, reading as pygls' loop does."""
+    reader, found = Frames(io.BytesIO(data)), []
+    while True:
+        header = reader.readline()
+        if not header:
+            return found
+        assert header.startswith(b"Content-Length: ") and reader.readline() == b"\r\n"
+        found.append(reader.read(int(header.split(b":")[1])))
+
+
+def test_well_formed_frames_pass_unchanged():
+    assert bodies(b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\n[1]") == [b"{}", b"[1]"]
+
+
+@pytest.mark.parametrize("header", [b"content-length: 2\r\n\r\n", b"Content-Length:2\n\n",
+                                    b"CONTENT-LENGTH:  2 \r\n\r\n", b"Content-Type: x\r\nContent-Length: 2\r\n\r\n"])
+def test_header_spellings_other_clients_use(header):
+    assert bodies(header + b"{}") == [b"{}"]
+
+
+def test_a_body_without_header_costs_only_itself():
+    # The stray body has no line end: it is glued to the next header line, where the length is found.
+    assert bodies(b'{"lost": true}Content-Length: 2\r\n\r\n{}') == [b"{}"]
+
+
+def test_the_last_length_before_the_blank_line_counts():
+    assert bodies(b"Content-Length: 7\r\nContent-Length: 2\r\n\r\n{}") == [b"{}"]
+
+
+def test_a_header_line_longer_than_the_limit_is_skipped_keeping_its_end():
+    junk = b"x" * (framing.MAX_HEADER_LINE * 3 + 5)
+    assert bodies(junk + b"Content-Length: 2\r\n\r\n{}") == [b"{}"]
+
+
+def test_an_oversized_frame_is_dropped_in_chunks(monkeypatch, caplog):
+    monkeypatch.setattr(framing, "MAX_BODY", 10)
+    monkeypatch.setattr(framing, "_CHUNK", 4)
+    assert bodies(b"Content-Length: 11\r\n\r\n" + b"y" * 11 + b"Content-Length: 2\r\n\r\n{}") == [b"{}"]
+    assert "dropping a frame of 11 bytes" in caplog.text
+
+
+def test_an_empty_body_is_dropped():
+    assert bodies(b"Content-Length: 0\r\n\r\nContent-Length: 2\r\n\r\n{}") == [b"{}"]
+
+
+def test_input_that_ends_mid_frame_ends_reading():
+    assert bodies(b"Content-Length: 10\r\n\r\n{}") == []
+    assert bodies(b"Content-Length: 10\r\n") == []
