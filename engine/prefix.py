@@ -21,7 +21,7 @@ def _window_start(prefix: str, max_chars: int) -> int:
     if len(prefix) <= max_chars:
         return 0
     start = len(prefix) - max_chars
-    newline = prefix.find("\n", start)
+    newline = prefix.find("\n", start, len(prefix) - 1)  # not the last character: that would leave an empty window
     return newline + 1 if newline != -1 else start
 
 

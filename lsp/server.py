@@ -33,6 +33,7 @@ from lsp.protocol import InfillProtocol
 from lsp.runs import Run, RunKey, Runs
 from lsp.settings import SECTION, ServerSettings, merge, section_of
 from lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
+from lsp.window import bounded
 from lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
 
 DRAFT_NOTIFICATION = "infill/draft"
@@ -156,7 +157,7 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
     samples = settings.invoked_items if trigger == "invoked" else 1
     key = RunKey(document.uri, document.version, cursor, selected, samples)
-    request = InfillRequest(where.prefix, where.suffix, _closure_language(document))
+    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document))
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
