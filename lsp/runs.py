@@ -2,7 +2,7 @@
 
 - A request for a new (version, cursor) of a document cancels the document's older run;
   that request is answered with no items at once, and the engine stops within a step.
-- An edit or close of the document does the same.
+- An edit or close of the document does the same; a close also drops what is kept for it.
 - A request identical to the live run (same version, cursor, selection, item count)
   joins it instead of starting another, and gets the live draft re-sent at once.
 - The finished result of the latest run is kept per document and answered again for
@@ -98,6 +98,11 @@ class Runs:
         run = self._live.get(uri)
         if run is not None:
             self._stop(run)
+
+    def forget(self, uri: str) -> None:
+        """The document closed: as for an edit, and its last completion (kept for typing along) goes too."""
+        self.invalidate(uri)
+        self._previous.pop(uri, None)
 
     def clear(self) -> None:
         """Settings changed: every run and result is stale."""

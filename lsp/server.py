@@ -51,7 +51,9 @@ class ServeOptions:
 
 class InfillServer(LanguageServer):
     def __init__(self, options: ServeOptions):
-        super().__init__("diffusion-infill", "0.1.0", protocol_cls=InfillProtocol,
+        # pygls' thread pool only reads stdin here (no threaded handlers), one read at a time; with
+        # more workers a race between a read's end and the next submit adds threads up to cpu + 4.
+        super().__init__("diffusion-infill", "0.1.0", protocol_cls=InfillProtocol, max_workers=1,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.base = options.settings  # command line, then initializationOptions: what workspace settings override
         self.settings = options.settings
@@ -228,7 +230,7 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.runs.invalidate(params.text_document.uri)
+    ls.runs.forget(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
     if document is not None and diagnostics.handles(document):
         diagnostics.clear(ls, document.uri)

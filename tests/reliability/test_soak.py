@@ -1,0 +1,130 @@
+"""Load and soak: 2,000 completion requests across 10 documents through the real server,
+as editors send them: typing between requests, requests to several documents in flight at
+once, bursts where only the last one counts, cancelled requests, identical re-requests and
+invoked ones with several items. Every request is answered (a list of items) or cancelled
+(-32800), resident memory stays within a small bound, and no thread is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import weakref
+
+from lsprotocol.types import Position
+from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
+
+from engine.drafts import InfillRequest
+from engine.settings import EngineSettings
+from lsp.runs import RunKey, Runs
+from lsp.worker import EngineWorker
+
+REQUESTS = 2_000
+DOCUMENTS = 10
+WARM_UP = 200  # requests before the baseline: caches, thread pools and allocator arenas have grown by then
+RSS_GROWTH_BOUND = 40 * 2**20
+REQUEST_CANCELLED = -32800
+OPTIONS = {"diffusionInfill": {"maxSteps": 1, "invokedItems": 2}}
+
+
+class Typist:
+    """One document being typed into: every request is preceded by an edit, as in an editor."""
+
+    def __init__(self, server: RawServer, index: int, rng: random.Random):
+        self.server, self.rng = server, rng
+        self.uri = f"file:///reliability/soak{index}.py"
+        self.version, self.line, self.column = 1, 2, 0
+        text = f"def function_{index}(values):\n    total = 0\n\n    return total\n"
+        server.notify("textDocument/didOpen", {"textDocument": {"uri": self.uri, "languageId": "python",
+                                                                "version": 1, "text": text}})
+
+    def type(self) -> None:
+        """Types a character at the cursor; Enter now and then, so lines stay short."""
+        character = "\n" if self.column > 60 else self.rng.choice("abcdefgh xyz=+()[]:,.'")
+        position = {"line": self.line, "character": self.column}
+        self.version += 1
+        self.server.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri, "version": self.version},
+            "contentChanges": [{"range": {"start": position, "end": position}, "text": character}]})
+        self.line, self.column = (self.line + 1, 0) if character == "\n" else (self.line, self.column + 1)
+
+    def request(self, invoked: bool = False, msg_id: str | None = None) -> int | str:
+        return self.server.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": self.uri}, "position": {"line": self.line, "character": self.column},
+            "context": {"triggerKind": 1 if invoked else 2}}, msg_id=msg_id)
+
+
+def test_2000_completions_across_10_documents(tiny_model_dir, tmp_path):
+    server = start_server(tiny_model_dir, tmp_path, options=OPTIONS)
+    rng = random.Random(0)
+    typists = [Typist(server, index, rng) for index in range(DOCUMENTS)]
+    sent: list[int | str] = []
+    outcomes = {"items": 0, "empty": 0, "cancelled": 0}
+    baseline = None
+    try:
+        while len(sent) < REQUESTS:
+            round_ids = []
+            for typist in typists:  # one request per document in flight at once
+                typist.type()
+                pattern = rng.random()
+                if pattern < 0.15:  # a burst: three keystrokes, a request after each; only the last counts
+                    for _ in range(2):
+                        round_ids.append(typist.request())
+                        typist.type()
+                    round_ids.append(typist.request())
+                elif pattern < 0.25:  # cancelled by the client right away
+                    msg_id = typist.request()
+                    server.notify("$/cancelRequest", {"id": msg_id})
+                    round_ids.append(msg_id)
+                elif pattern < 0.35:  # asked twice: the second joins the first
+                    round_ids += [typist.request(), typist.request()]
+                else:
+                    round_ids.append(typist.request(invoked=pattern > 0.9))
+            for msg_id in round_ids:
+                answer = server.response(msg_id)
+                if "error" in answer:
+                    assert answer["error"]["code"] == REQUEST_CANCELLED, answer
+                    outcomes["cancelled"] += 1
+                else:
+                    assert isinstance(answer["result"], list), answer
+                    outcomes["items" if answer["result"] else "empty"] += 1
+            sent += round_ids
+            if baseline is None and len(sent) >= WARM_UP:
+                baseline = rss_bytes(server.pid), thread_count(server.pid)
+        rss, threads = rss_bytes(server.pid), thread_count(server.pid)
+        answered = sum(outcomes.values())
+        print(f"soak: {answered} requests {outcomes}; RSS {baseline[0] >> 20} -> {rss >> 20} MB, "
+              f"threads {baseline[1]} -> {threads}")
+        assert answered == len(sent) >= REQUESTS
+        assert outcomes["items"] > REQUESTS // 4, "most requests should have run to an item"
+        assert rss - baseline[0] < RSS_GROWTH_BOUND, f"RSS grew by {(rss - baseline[0]) >> 20} MB"
+        assert threads <= baseline[1], f"threads: {baseline[1]} after warm-up, {threads} at the end"
+        responses = [m for m in server.messages if "method" not in m]
+        assert len(responses) == len({m["id"] for m in responses}), "a request was answered twice"
+    finally:
+        assert server.stop() == 0
+
+
+async def test_a_closed_document_leaves_nothing_behind(tiny_model_dir):
+    """Runs keeps each document's last completion so the next request can type along it; a
+    server that opens thousands of files in a session must drop it when the file closes."""
+    worker = EngineWorker()
+    assert worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S).error is None
+    try:
+        runs = Runs(worker, publish=lambda run, draft: None)
+        request = InfillRequest("values = [1, 2, ", "]\n", "python")  # the random model writes something here
+        key = RunKey("file:///reliability/closed.py", 1, len(request.prefix), None, 1)
+        [final] = await runs.complete(key, request, Position(0, 16))
+        assert final.text, "the case must produce a completion, or there is nothing to keep"
+        kept = weakref.ref(request)
+        runs.forget(key.uri)  # what textDocument/didClose does
+        del request
+        # The engine thread drops its job once the next one starts, and drafts it handed to the
+        # loop are delivered at the next turn: wait for both, so only Runs can still hold it.
+        await asyncio.wrap_future(worker.fix(lambda fixer: None))
+        await asyncio.sleep(0)
+        gc.collect()
+        assert kept() is None, "the closed document's request (its whole text) is still referenced"
+    finally:
+        worker.shutdown()
