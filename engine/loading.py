@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from huggingface_hub import constants as hub_constants
 from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
@@ -61,6 +64,22 @@ def _candidates(name: str | None) -> list[str]:
     return [name]  # a hub id, looked up in the local cache only
 
 
+@contextmanager
+def _hub_offline(offline: bool) -> Iterator[None]:
+    """huggingface_hub's offline mode while loading, when nothing may be downloaded.
+
+    `local_files_only` is not enough: looking a hub id up in the cache, huggingface_hub 2.x
+    still builds request headers, and for them fetches a registry from the Hub (once per
+    process). Its offline mode, read at each request, stops every request.
+    """
+    previous = hub_constants.HF_HUB_OFFLINE
+    hub_constants.HF_HUB_OFFLINE = previous or offline
+    try:
+        yield
+    finally:
+        hub_constants.HF_HUB_OFFLINE = previous
+
+
 def load(name: str | None = None, device: str | None = None, dtype: str | None = None,
          trust_remote_code: bool = False, allow_download: bool = False) -> LoadedModel:
     """Loads a checkpoint by path or hub id; nothing is downloaded unless `allow_download`."""
@@ -73,10 +92,11 @@ def load(name: str | None = None, device: str | None = None, dtype: str | None =
             continue
         try:
             options = dict(local_files_only=not allow_download, trust_remote_code=trust_remote_code)
-            tokenizer = AutoTokenizer.from_pretrained(candidate, **options)
-            model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-                candidate, dtype=pick_dtype(dtype, target), **options
-            ).to(target)
+            with _hub_offline(not allow_download):
+                tokenizer = AutoTokenizer.from_pretrained(candidate, **options)
+                model = DiffusionGemmaForBlockDiffusion.from_pretrained(
+                    candidate, dtype=pick_dtype(dtype, target), **options
+                ).to(target)
         except (OSError, ValueError, RuntimeError, KeyError, TypeError, SafetensorError) as error:  # truncated weights
             errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")
             continue

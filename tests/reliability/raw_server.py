@@ -45,9 +45,12 @@ class ServerDied(AssertionError):
 
 
 class RawServer:
-    def __init__(self, command: list[str], env: dict[str, str] | None = None):
+    def __init__(self, command: list[str], env: dict[str, str | None] | None = None):
+        """`env` is added to this process's environment; a None value removes the variable."""
+        environment = {**os.environ, **(env or {})}
+        environment = {name: value for name, value in environment.items() if value is not None}
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+                                        stderr=subprocess.PIPE, env=environment)
         self.messages: list[dict] = []  # everything the server sent, in order
         self.stderr: list[str] = []
         self._arrived = threading.Condition()
@@ -188,7 +191,7 @@ def thread_count(pid: int) -> int:
 
 
 def start_server(model: Path | str | None, tmp_path: Path, *extra: str, options: dict | None = FAST,
-                 verbose: bool = False, env: dict[str, str] | None = None) -> RawServer:
+                 verbose: bool = False, env: dict[str, str | None] | None = None) -> RawServer:
     """A server on `model`, initialized; its first completion waits for the model to load."""
     server = RawServer(serve_command(model, tmp_path / "telemetry.json", "--threads", "1", *extra, verbose=verbose),
                        env)
