@@ -181,7 +181,7 @@ def _paths(node, prefix=()):
 # Bodies in well-formed frames
 
 
-@cases(120)
+@cases(100)
 @given(body=st.binary(min_size=1, max_size=300))
 def test_any_bytes_as_a_body_are_answered_or_ignored(server, canary, body):
     start = len(server.messages)
@@ -221,7 +221,7 @@ def test_json_that_is_not_a_jsonrpc_message_gets_invalid_request(server, canary,
 # Requests and notifications with any method and params
 
 
-@cases(150)
+@cases(120)
 @given(method=METHODS, params=JSON_VALUES, msg_id=REQUEST_IDS)
 def test_every_request_gets_exactly_one_response(server, canary, method, params, msg_id):
     msg_id = f"{msg_id}-{next(_case_ids)}" if isinstance(msg_id, str) else msg_id * 1000 + next(_case_ids) % 1000
@@ -247,7 +247,7 @@ def test_notifications_are_never_answered(server, canary, method, params):
     assert answered_since(server, start, canary) == []
 
 
-@cases(150)
+@cases(120)
 @given(case=near_valid(), as_request=st.booleans())
 def test_params_of_the_right_shape_with_wrong_values(server, canary, case, as_request):
     """Unknown documents, positions past the end, negative or huge numbers, a field missing or of
@@ -276,7 +276,7 @@ def sync_document(server) -> str:
     return SYNC_URI
 
 
-@cases(100)
+@cases(80)
 @given(params=st.fixed_dictionaries({"version": NUMBERS, "contentChanges": st.lists(
            st.fixed_dictionaries({"range": st.fixed_dictionaries({"start": position(), "end": position()}),
                                   "text": document_text()}), min_size=1, max_size=4)}),
@@ -345,7 +345,7 @@ HEADER_STYLES = {
 }
 
 
-@cases(120)
+@cases(100)
 @given(style=st.sampled_from(sorted(HEADER_STYLES)), body=st.binary(max_size=200) | JSON_VALUES.map(encode),
        declared=st.integers(-20, 20), garbage=st.binary(max_size=100).filter(lambda b: b"ength" not in b.lower()))
 def test_broken_frames_cost_at_most_themselves(server, canary, style, body, declared, garbage):
