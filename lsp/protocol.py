@@ -8,7 +8,8 @@
   `initialize`, which pygls would run again;
 - a body that is not JSON gets ParseError, and JSON that is not a JSON-RPC 2.0 message
   gets InvalidRequest, with id null where it has none, as JSON-RPC 2.0 says (pygls
-  logs them, some with their whole content: document text, at WARNING);
+  logs them, some with their whole content: document text, at WARNING); so does a
+  notification's method sent with an id, which pygls runs and never answers;
 - document sync is `lsp.documents`' job: pygls' own copy (line splitting at form feeds,
   positions clamped in place) is not kept.
 """
