@@ -10,5 +10,7 @@ worker.py     the engine's own thread: model loading and completions
 settings.py   the `diffusionInfill` settings section
 telemetry.py  local acceptance counts
 actions.py    code actions: fix JSON / Markdown selection, regenerate selection
-diagnostics.py  publishDiagnostics for JSON and Markdown documents
+diagnostics.py  publishDiagnostics for JSON and Markdown documents, off the event loop, size-bounded
+framing.py    well-formed base-protocol frames from an untrusted stdin
+window.py     the bounded text around the cursor that the engine sees
 """

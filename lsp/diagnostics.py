@@ -4,20 +4,41 @@ JSON: the damage tree-sitter-json and `json.loads` find (engine.jsonfix.damage);
 JSONC documents comments and trailing commas are allowed, so they are blanked out first.
 Markdown: the structure rules (engine.markdown_rules). Each diagnostic carries our
 `source`, so a code action request that names it is offered the matching fix
-(lsp.actions). Computing them takes milliseconds, so it runs on the loop at every edit.
+(lsp.actions).
+
+Both look at the whole document: milliseconds for a small one, seconds for a large one
+(4.5 s for 9 MB of JSON). So `Publisher` computes them on a thread of their own, a
+short while after the last edit of a burst, for a copy of that version, and publishes
+them only if the document still has that version; documents over `MAX_CHARS` get none.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
 from engine import jsonfix, markdown_rules
-from lsp.documents import Document
+from lsp.documents import Document, UnknownDocument
+
+if TYPE_CHECKING:
+    from lsp.server import InfillServer
 
 SOURCE = "diffusion-infill"
 JSON_LANGUAGES = frozenset({"json"})
 JSONC_LANGUAGES = frozenset({"jsonc"})  # comments and trailing commas allowed: VS Code settings, tsconfig
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
+# Characters. The rules cost about a second per 2 MB of broken JSON or of Markdown; above this a
+# document would keep the diagnostics thread (and a share of the GIL) busy for seconds at every
+# edit, for a file that is generated data far more often than something a person edits by hand.
+MAX_CHARS = 2_000_000
+# Seconds after an edit before computing: a burst of keystrokes computes the last version once.
+DEBOUNCE_S = 0.15
+log = logging.getLogger(__name__)
 
 
 def _range(document: Document, start: int, end: int, encoding: str) -> types.Range:
@@ -45,14 +66,79 @@ def handles(document: Document) -> bool:
     return document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES | MARKDOWN_LANGUAGES
 
 
-def publish(ls, document: Document) -> None:
-    """Sends the diagnostics of a JSON or Markdown document for its current version."""
-    if not handles(document):
-        return
-    diagnostics = diagnose(document, ls.encoding)
-    ls.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(uri=document.uri, diagnostics=diagnostics, version=document.version))
+def _report_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("diagnostics failed: %r", task.exception())
 
 
-def clear(ls, uri: str) -> None:
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+class Publisher:
+    """Diagnostics per document: debounced, computed off the event loop, never for a stale version."""
+
+    def __init__(self, ls: InfillServer):
+        self._ls = ls
+        # A thread of their own: on the engine thread they would wait behind model loading and
+        # completions (seconds each); one is enough, as each document computes only its latest
+        # version, and a second would only share the GIL with the first.
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="diagnostics")
+        self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
+        self._too_large: set[str] = set()  # URIs already told they get no diagnostics
+
+    def schedule(self, document: Document) -> None:
+        """Publishes the document's diagnostics once its edits pause; replaces a pending computation."""
+        if not handles(document):
+            return
+        self._cancel(document.uri)
+        task = asyncio.ensure_future(self._publish_later(document.uri))
+        task.add_done_callback(_report_failure)
+        self._pending[document.uri] = task  # kept when done: the next edit or the close replaces it
+
+    def forget(self, document: Document) -> None:
+        """The document closed: drops its pending computation and clears what the client shows."""
+        if not handles(document):
+            return
+        self._cancel(document.uri)
+        self._too_large.discard(document.uri)
+        self._send(document.uri, [], None)
+
+    def shutdown(self) -> None:
+        for uri in list(self._pending):
+            self._cancel(uri)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _cancel(self, uri: str) -> None:
+        task = self._pending.pop(uri, None)
+        if task is not None:
+            task.cancel()  # a computation already running finishes on its thread, unpublished
+
+    async def _publish_later(self, uri: str) -> None:
+        await asyncio.sleep(DEBOUNCE_S)
+        snapshot = dataclasses.replace(self._ls.documents.get(uri))  # edits on the loop leave the copy alone
+        if self._within_limit(snapshot):
+            loop = asyncio.get_running_loop()
+            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding)
+        else:
+            diagnostics = []  # also clears what was shown before the document grew
+        if self._version(uri) == snapshot.version:
+            self._send(uri, diagnostics, snapshot.version)
+
+    def _within_limit(self, document: Document) -> bool:
+        if len(document.text) <= MAX_CHARS:
+            self._too_large.discard(document.uri)
+            return True
+        if document.uri not in self._too_large:
+            self._too_large.add(document.uri)
+            message = (f"diffusion-infill: no JSON or Markdown diagnostics for {document.uri}: "
+                       f"{len(document.text):,} characters, more than {MAX_CHARS:,}")
+            log.info("%s", message)
+            self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
+        return False
+
+    def _version(self, uri: str) -> int | None:
+        try:
+            return self._ls.documents.get(uri).version
+        except UnknownDocument:
+            return None
+
+    def _send(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
+        self._ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))

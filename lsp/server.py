@@ -1,6 +1,7 @@
 """The language server: LSP 3.18 inline completion from the diffusion engine, with the
 converging drafts streamed as `infill/draft` notifications; code actions that fix or
-regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics).
+regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics,
+off the event loop).
 
 Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
 engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
@@ -61,6 +62,7 @@ class InfillServer(LanguageServer):
         self.worker = EngineWorker(options.trust_remote_code)
         self.runs = Runs(self.worker, self.publish_draft)
         self.fixes = actions.FixResults()  # code-action results per document version and target
+        self.diagnostics = diagnostics.Publisher(self)
         self.telemetry = Telemetry(options.telemetry)
         self.loading: Future[LoadOutcome] | None = None
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
@@ -215,7 +217,7 @@ def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
     ls.runs.invalidate(item.uri)
-    diagnostics.publish(ls, document)
+    ls.diagnostics.schedule(document)
 
 
 def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -226,14 +228,14 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
     except (UnknownDocument, PositionError) as error:
         log.warning("ignoring didChange: %s", error)
         return
-    diagnostics.publish(ls, document)
+    ls.diagnostics.schedule(document)
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.runs.forget(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
-    if document is not None and diagnostics.handles(document):
-        diagnostics.clear(ls, document.uri)
+    if document is not None:
+        ls.diagnostics.forget(document)
 
 
 async def did_change_configuration(ls: InfillServer, params: types.DidChangeConfigurationParams) -> None:
@@ -259,6 +261,7 @@ def accepted(ls: InfillServer, trigger: str) -> None:
 def shutdown(ls: InfillServer, params: Any) -> None:
     ls.runs.clear()
     ls.worker.shutdown()
+    ls.diagnostics.shutdown()
 
 
 def create_server(options: ServeOptions) -> InfillServer:

@@ -1,0 +1,54 @@
+"""lsp.diagnostics.Publisher on its own: which versions a burst of edits computes."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from lsprotocol import types
+
+from lsp import diagnostics
+from lsp.documents import Documents
+
+
+class Server:
+    """What the publisher uses of InfillServer; records what it would send."""
+
+    encoding = "utf-16"
+
+    def __init__(self) -> None:
+        self.documents = Documents()
+        self.sent: list[types.PublishDiagnosticsParams] = []
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
+        self.sent.append(params)
+
+
+async def test_a_burst_of_edits_computes_and_publishes_the_last_version_only():
+    server = Server()
+    publisher = diagnostics.Publisher(server)
+    document = server.documents.open("file:///burst.json", "json", 1, '{"a": ')
+    with mock.patch.object(diagnostics, "diagnose", wraps=diagnostics.diagnose) as diagnose:
+        for version in range(1, 11):  # edits that arrive faster than the debounce delay
+            document.text, document.version = f'{{"a": {version}', version
+            publisher.schedule(document)
+        await publisher._pending[document.uri]
+    assert [computed.version for computed, _ in (call.args for call in diagnose.call_args_list)] == [10]
+    assert [params.version for params in server.sent] == [10] and server.sent[0].diagnostics
+    publisher.shutdown()
+
+
+async def test_a_result_for_a_version_the_document_no_longer_has_is_dropped():
+    server = Server()
+    publisher = diagnostics.Publisher(server)
+    document = server.documents.open("file:///changed.json", "json", 1, '{"a": ')
+    diagnose = diagnostics.diagnose
+
+    def diagnose_then_edit(snapshot, encoding):
+        document.version = 2  # an edit that did not go through schedule(): only the version check can notice
+        return diagnose(snapshot, encoding)
+
+    with mock.patch.object(diagnostics, "diagnose", side_effect=diagnose_then_edit):
+        publisher.schedule(document)
+        await publisher._pending[document.uri]
+    assert server.sent == []
+    publisher.shutdown()
