@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from lsp_client import Editor, capabilities
 from lsprotocol import types
@@ -24,13 +25,34 @@ def action_capabilities(resolve: bool, disabled: bool) -> types.ClientCapabiliti
     return caps
 
 
+async def published_after(editor: Editor, act: Callable[[], str]) -> types.PublishDiagnosticsParams:
+    """Does `act`, which returns the URI it touched, and returns the next diagnostics published for it.
+
+    Publications for other documents (those of earlier tests, late or on close) are passed
+    over; the watch is renewed inside the notification's own callback, so none slips past.
+    """
+    loop = asyncio.get_running_loop()
+    ours, touched = loop.create_future(), []
+
+    def watch() -> None:
+        editor.client.protocol.wait_for_notification(PUBLISH, callback=check)
+
+    def check(params: types.PublishDiagnosticsParams) -> None:
+        if params.uri in touched:
+            loop.call_soon_threadsafe(ours.set_result, params)
+        else:
+            watch()
+
+    watch()  # before acting: what the act causes cannot arrive earlier
+    touched.append(act())
+    return await ours
+
+
 async def open_diagnosed(editor: Editor, text: str, language: str, suffix: str) -> tuple[str, list]:
     """Opens a document and returns its URI and the diagnostics published for it."""
-    published = editor.client.protocol.wait_for_notification(PUBLISH)  # registered before it can arrive
-    uri = editor.open(text, language, suffix)
-    params = await asyncio.wrap_future(published)
-    assert params.uri == uri and params.version == 1
-    return uri, list(params.diagnostics)
+    params = await published_after(editor, lambda: editor.open(text, language, suffix))
+    assert params.version == 1
+    return params.uri, list(params.diagnostics)
 
 
 def span(text: str, part: str) -> types.Range:

@@ -17,12 +17,12 @@ import pytest
 from action_client import (
     FIX_JSON,
     FIX_MARKDOWN,
-    PUBLISH,
     REGENERATE,
     action_capabilities,
     applied,
     code_actions,
     open_diagnosed,
+    published_after,
     span,
     titled,
 )
@@ -164,10 +164,13 @@ async def test_an_empty_range_without_diagnostics_offers_nothing(editor):
 async def test_editing_the_document_republishes_its_diagnostics(editor):
     uri, diagnostics = await open_diagnosed(editor, '{"a": 1}', "json", ".json")
     assert diagnostics == []
-    published = editor.client.protocol.wait_for_notification(PUBLISH)
-    editor.insert(uri, types.Position(0, 7), ",")
-    params = await asyncio.wrap_future(published)
-    assert params.uri == uri and params.version == 2 and params.diagnostics
+
+    def add_a_comma() -> str:
+        editor.insert(uri, types.Position(0, 7), ",")
+        return uri
+
+    params = await published_after(editor, add_a_comma)
+    assert params.version == 2 and params.diagnostics
 
 
 async def test_fixes_still_work_when_the_model_cannot_be_loaded(tmp_path):
