@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", type=Path, help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
     train.add_argument("--export", type=Path, help="save_pretrained directory (default: engine/model, "
                        "bench/fim_model)")
-    train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer)")
+    train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer; steps "
+                       "and CPU hours count on from their recipe.json)")
     train.add_argument("--max-steps", type=int, default=10**9, help="stop at this optimizer step")
     train.add_argument("--max-minutes", type=float, help="stop after this wall time")
     train.add_argument("--max-cpu-hours", type=float, help="stop when training has used this much CPU time in all")

@@ -50,6 +50,16 @@ class TrainConfig:
     objective: objective.ObjectiveConfig = field(default_factory=objective.ObjectiveConfig)
 
 
+def inherited_progress(init_from: Path | None) -> tuple[int, float]:
+    """The optimizer steps and CPU seconds behind exported weights (their `recipe.json`), so a
+    run continuing from them counts on and a CPU budget stays a budget in all."""
+    recipe = init_from / "recipe.json" if init_from is not None else None
+    if recipe is None or not recipe.exists():
+        return 0, 0.0
+    trained = json.loads(recipe.read_text())
+    return int(trained["step"]), float(trained["cpu_hours"]) * 3600
+
+
 def _tokenize(documents: list[corpus.Document], tokenizer) -> dict[str, list[list[int]]]:
     by_kind: dict[str, list[list[int]]] = {}
     texts = [doc.text for doc in documents]
@@ -67,6 +77,10 @@ class Trainer:
         self.config, self.run_dir, self.export_dir = config, run_dir, export_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(config.seed)
+        # A continuation draws fresh data and noise: the first run's seeds would replay its start.
+        self.step, self.cpu_seconds = inherited_progress(init_from)
+        self.warmup_from = self.step  # a fresh optimizer warms up again
+        seed = config.seed + self.step
         documents = corpus.training_documents(config.seed)
         self.manifest = corpus.manifest(documents)
         self.tokenizer = self._make_tokenizer(documents, init_from)
@@ -74,12 +88,11 @@ class Trainer:
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
         newline = np.array(["Ċ" in token for token in vocab])  # byte-level BPE spells "\n" as "Ċ"
         streams = objective.Streams(_tokenize(documents, self.tokenizer), self.ids, newline)
-        self.batches = self._make_batches(streams, np.random.default_rng(config.seed))
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.batches = self._make_batches(streams, np.random.default_rng(seed))
+        self.generator = torch.Generator().manual_seed(seed)
         self.model = self._make_model(init_from)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
                                            betas=(0.9, 0.98), weight_decay=config.weight_decay)
-        self.step, self.cpu_seconds = 0, 0.0
         self.probes = held_out_line_cases(config.probes, seed=1234)
         self._resume()
 
@@ -121,19 +134,21 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.cpu_seconds = state["step"], state["cpu_seconds"]
+        self.warmup_from = state.get("warmup_from", 0)
         self.batches.rng.bit_generator.state = state["data_rng"]
         self.generator.set_state(state["torch_rng"])
         log.info("resumed at step %d (%.2f CPU hours)", self.step, self.cpu_seconds / 3600)
 
     def _save_checkpoint(self) -> None:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                 "cpu_seconds": self.cpu_seconds, "data_rng": self.batches.rng.bit_generator.state,
-                 "torch_rng": self.generator.get_state()}
+                 "cpu_seconds": self.cpu_seconds, "warmup_from": self.warmup_from,
+                 "data_rng": self.batches.rng.bit_generator.state, "torch_rng": self.generator.get_state()}
         torch.save(state, self.checkpoint_path.with_suffix(".tmp"))
         self.checkpoint_path.with_suffix(".tmp").replace(self.checkpoint_path)
 
     def _learning_rate(self) -> float:
-        return self.config.learning_rate * min(1.0, (self.step + 1) / self.config.warmup_steps)
+        warmed = self.step - self.warmup_from + 1
+        return self.config.learning_rate * min(1.0, warmed / self.config.warmup_steps)
 
     def _loaded(self) -> LoadedModel:
         c = self.config
