@@ -56,6 +56,8 @@ ABLATIONS = (
     Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0}),
     Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
+    # Above the tiny model's per-slot entropies (2 to 5 nats), so a step can accept several slots.
+    Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
     Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
 )
@@ -65,6 +67,13 @@ TYPED_ALONG = (
     Config("typed along: diffusion, KV reuse off", "diffusion", scenario="typed-along", kv_reuse=False),
     Config("typed along: autoregressive", "autoregressive", scenario="typed-along"),
 )
+
+
+METHOD = ("Method: `diffusion-infill bench`; each configuration in its own fresh process, one after another, "
+          "on the same cases with the same context window and closure rule. Forward passes: diffusion = prefix "
+          "encoding + denoising steps; autoregressive = one per generated token, the prefill included. Latency: "
+          "request to final text, closure check and repair included. Typed along: exact = the second completion "
+          "is the rest of the first.")
 
 
 def _engine(config: Config, model: Path | None, baseline: Path):
@@ -193,6 +202,7 @@ def table(report: dict) -> str:
                  f"{m['torch']}, transformers {m['transformers']}; {report['cases']['count']} held-out cases "
                  f"(seed {report['cases']['seed']}). Ratios diffusion / autoregressive: "
                  + ", ".join(f"{k} {v}" for k, v in report["ratios_diffusion_over_autoregressive"].items()) + ".")
+    lines.append(f"\n{METHOD}")
     return "\n".join(lines) + "\n"
 
 

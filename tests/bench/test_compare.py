@@ -81,3 +81,9 @@ def test_the_table_has_one_row_per_configuration(quick_report):
     report, _ = quick_report
     rows = [line for line in table(report).splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 + 2  # header + diffusion + autoregressive (no ablations in --quick)
+
+
+def test_the_table_says_when_where_and_how_it_was_measured(quick_report):
+    report, _ = quick_report
+    text = table(report)
+    assert report["date"] in text and f"{report['machine']['cpus']} CPUs" in text and "Method:" in text
