@@ -198,7 +198,7 @@ def table(report: dict) -> str:
             f"{row['tokens_per_forward_mean']:.2f} | {row['first_draft_ms_p50']:.0f} ms | "
             f"{row['latency_ms_p50']:.0f} / {row['latency_ms_p95']:.0f} ms | {row['peak_rss_mb']:.0f} MB |")
     m = report["machine"]
-    lines.append(f"\n{report['date']}, {m['cpus']} CPUs ({m['processor']}), {m['threads']} torch threads, torch "
+    lines.append(f"\n{report['date']}, {m['cpus']} CPUs ({m['processor']}), torch threads: {m['threads']}, torch "
                  f"{m['torch']}, transformers {m['transformers']}; {report['cases']['count']} held-out cases "
                  f"(seed {report['cases']['seed']}). Ratios diffusion / autoregressive: "
                  + ", ".join(f"{k} {v}" for k, v in report["ratios_diffusion_over_autoregressive"].items()) + ".")
@@ -227,7 +227,7 @@ def plot(report: dict, path: Path) -> None:
         axis.grid(alpha=0.3)
     m = report["machine"]
     figure.suptitle(f"diffusion (blue) vs autoregressive FIM (orange), {report['cases']['count']} held-out cases; "
-                    f"{report['date']}, {m['cpus']} CPUs, {m['threads']} threads", fontsize=9)
+                    f"{report['date']}, {m['cpus']} CPUs, torch threads: {m['threads']}", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
