@@ -10,7 +10,6 @@ must be left exactly as it was. The client here takes each action's edit with th
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
