@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--max-steps", type=int, default=10**9, help="stop at this optimizer step")
     train.add_argument("--max-minutes", type=float, help="stop after this wall time")
     train.add_argument("--max-cpu-hours", type=float, help="stop when training has used this much CPU time in all")
+    train.add_argument("--cooldown-hours", type=float, help="with --max-cpu-hours: the learning rate falls "
+                       "linearly to a tenth over the last this many CPU hours")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
     train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
@@ -190,7 +192,7 @@ def _train(args: argparse.Namespace) -> int:
     else:
         config = TrainConfig(seed=args.seed, noise=args.noise)
         trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
-    trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours)
+    trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
     return 0
 
 

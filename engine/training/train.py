@@ -50,6 +50,24 @@ class TrainConfig:
     objective: objective.ObjectiveConfig = field(default_factory=objective.ObjectiveConfig)
 
 
+@dataclass(frozen=True)
+class Cooldown:
+    """The learning rate falls linearly to `FLOOR` of its value over the last `length`
+    CPU seconds before `end`. It depends on the CPU time alone, so a resumed run follows it."""
+
+    end: float  # CPU seconds: the budget
+    length: float
+
+    FLOOR = 0.1
+
+
+def cooldown_factor(cpu_seconds: float, cooldown: Cooldown | None) -> float:
+    if cooldown is None:
+        return 1.0
+    left = min(1.0, max(0.0, (cooldown.end - cpu_seconds) / cooldown.length))
+    return Cooldown.FLOOR + (1 - Cooldown.FLOOR) * left
+
+
 def inherited_progress(init_from: Path | None) -> tuple[int, float]:
     """The optimizer steps and CPU seconds behind exported weights (their `recipe.json`), so a
     run continuing from them counts on and a CPU budget stays a budget in all."""
@@ -93,6 +111,7 @@ class Trainer:
         self.model = self._make_model(init_from)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
                                            betas=(0.9, 0.98), weight_decay=config.weight_decay)
+        self.cooldown: Cooldown | None = None  # set by train()
         self.probes = held_out_line_cases(config.probes, seed=1234)
         self._resume()
 
@@ -148,7 +167,8 @@ class Trainer:
 
     def _learning_rate(self) -> float:
         warmed = self.step - self.warmup_from + 1
-        return self.config.learning_rate * min(1.0, warmed / self.config.warmup_steps)
+        rate = self.config.learning_rate * min(1.0, warmed / self.config.warmup_steps)
+        return rate * cooldown_factor(self.cpu_seconds, self.cooldown)
 
     def _loaded(self) -> LoadedModel:
         c = self.config
@@ -177,9 +197,15 @@ class Trainer:
                   "parameters": sum(p.numel() for p in self.model.parameters())}
         (self.export_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
 
-    def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None) -> None:
+    def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None,
+              cooldown_hours: float | None = None) -> None:
         """Trains until a bound is reached: optimizer steps, wall minutes of this run, or CPU
-        hours in all (the budget that makes two objectives comparable)."""
+        hours in all (the budget that makes two objectives comparable). With `cooldown_hours`
+        the learning rate falls over the last that many CPU hours of `max_cpu_hours`."""
+        if cooldown_hours:
+            if not max_cpu_hours:
+                raise ValueError("a cooldown needs --max-cpu-hours: it ends where the budget does")
+            self.cooldown = Cooldown(max_cpu_hours * 3600, cooldown_hours * 3600)
         self.model.train()
         deadline = time.time() + max_minutes * 60 if max_minutes else None
         cpu_budget = max_cpu_hours * 3600 if max_cpu_hours else float("inf")

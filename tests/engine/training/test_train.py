@@ -1,12 +1,14 @@
-"""Continuing from exported weights (engine.training.train.inherited_progress): the steps
-and CPU time already spent carry over, so `--max-cpu-hours` stays a budget in all."""
+"""Continuing from exported weights: the steps and CPU time already spent carry over, so
+`--max-cpu-hours` stays a budget in all; a cooldown ends the budget at a low learning rate."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine.loading import EMBEDDED_MODEL
-from engine.training.train import inherited_progress
+from engine.training.train import Cooldown, cooldown_factor, inherited_progress
 
 
 def test_a_continuation_counts_on_from_the_recipe(tmp_path):
@@ -22,3 +24,13 @@ def test_the_embedded_model_carries_its_recipe():
 def test_training_from_scratch_starts_at_zero(tmp_path):
     assert inherited_progress(None) == (0, 0.0)
     assert inherited_progress(tmp_path) == (0, 0.0)  # weights without a recipe
+
+
+def test_the_cooldown_brings_the_learning_rate_down_to_a_tenth_at_the_budget():
+    cooldown = Cooldown(end=3600.0, length=1800.0)
+    assert cooldown_factor(0.0, cooldown) == 1.0  # before it starts
+    assert cooldown_factor(1800.0, cooldown) == 1.0
+    assert cooldown_factor(2700.0, cooldown) == pytest.approx(0.55)
+    assert cooldown_factor(3600.0, cooldown) == pytest.approx(0.1)
+    assert cooldown_factor(4000.0, cooldown) == pytest.approx(0.1)  # past the budget: the floor
+    assert cooldown_factor(2700.0, None) == 1.0
