@@ -115,6 +115,26 @@ def _past_end(tokens: torch.LongTensor, gap_mask: torch.BoolTensor, gap_ids: tor
     return past
 
 
+def _sample(logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTensor,
+            generator: torch.Generator | None) -> torch.LongTensor:
+    """A token drawn for each live slot; pinned slots are one-hot, so theirs is the argmax.
+    Most slots are pinned once the model has placed END: drawing only the live ones saves
+    the softmax and the draw over the whole vocabulary for each of them."""
+    sampled = argmax.clone()
+    if live.any():
+        probs = torch.softmax(logits[live], dim=-1, dtype=torch.float32)
+        sampled[live] = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return sampled
+
+
+def _entropy(logits: torch.Tensor, live: torch.BoolTensor) -> torch.Tensor:
+    """Per-slot entropy (rows, canvas), zero for pinned slots, computed for the live ones only."""
+    entropy = torch.zeros(live.shape, dtype=torch.float32, device=logits.device)
+    if live.any():
+        entropy[live] = torch.distributions.Categorical(logits=logits[live].float()).entropy()
+    return entropy
+
+
 @torch.no_grad()
 def denoise(
     model,
@@ -176,8 +196,8 @@ def denoise(
         argmax = torch.where(unused, ids.mask, argmax)
         logits = pin(logits, known | unused, argmax)
 
-        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
-        sampled = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(rows, length)
+        live = ~(known | unused)
+        sampled = _sample(logits, argmax, live, generator)
         accepted = sampler.accept_canvas(current, sampled, logits, cur_step)
         current = sampler.renoise_canvas(accepted, cur_step)
         current = torch.where(known, known_tokens, current)
@@ -185,10 +205,10 @@ def denoise(
 
         # The criteria average entropy over the whole canvas, where pinned slots count as zero:
         # scale the threshold so that it applies to the mean over the live gap slots alone.
-        live = (~(known | unused)).sum(dim=-1).clamp(min=1)
-        stopping.confidence_threshold = settings.confidence_threshold * live / length
+        live_count = live.sum(dim=-1).clamp(min=1)
+        stopping.confidence_threshold = settings.confidence_threshold * live_count / length
         finished = stopping(argmax, logits)
-        entropy = torch.distributions.Categorical(logits=logits).entropy().sum(dim=-1) / live
+        entropy = _entropy(logits, live).sum(dim=-1) / live_count
         self_conditioning = logits.to(model.dtype)
         yield Step(done, argmax, current, logits, entropy, finished)
         if finished.all():
