@@ -3,9 +3,20 @@ applied to a canvas with clamped slots.
 
 It follows the inner loop of `DiffusionGemmaForBlockDiffusion.generate` (entropy-bound
 acceptance, arXiv:2505.24857; self-conditioning on the previous step's logits) with
-three differences that the clamped canvas needs: known slots are pinned to their token,
+differences that the clamped canvas needs: known slots are pinned to their token,
 slots past a gap's END stay noise, and every step is yielded so callers can stream
 drafts, check closure or cancel without copying the loop.
+
+With mask noise a slot once revealed keeps its token (as in LLaDA and MaskGIT), and the
+entropy bound decides how many masked slots each step reveals; the loop ends when none
+is left. transformers' sampler re-decides every slot at every step, which suits
+DiffusionGemma's uniform noise, where the model is trained to predict every slot; a
+mask-noise model is trained on the masked slots alone, so what it predicts for a
+revealed slot is untrained, and re-deciding those slots undid what earlier steps (and a
+warm start) had settled. An insertion is contiguous, so END is kept out of masked slots
+before a revealed one. On the embedded model, 30 tuning cases (not the benchmark's): 8.4
+forward passes instead of 17.5, edit similarity 0.15 instead of 0.10, and typing along a
+suggestion keeps it in 19 of 20 cases instead of 1 of 14.
 """
 
 from __future__ import annotations
@@ -119,6 +130,19 @@ def _past_end(tokens: torch.LongTensor, gap_mask: torch.BoolTensor, gap_ids: tor
     return past
 
 
+def _before_revealed(revealed: torch.BoolTensor, gap_ids: torch.LongTensor) -> torch.BoolTensor:
+    """Slots before the last revealed slot of their own gap: an insertion cannot end there."""
+    index = torch.arange(revealed.shape[-1], device=revealed.device)
+    before = torch.zeros_like(revealed)
+    for gap in gap_ids.unique():
+        if gap < 0:
+            continue
+        in_gap = gap_ids == gap
+        last = torch.where(revealed & in_gap, index, -1).max(dim=-1, keepdim=True).values
+        before |= in_gap & (index < last)
+    return before
+
+
 def _sample(logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTensor,
             generator: torch.Generator | None) -> torch.LongTensor:
     """A token drawn for each live slot; pinned slots are one-hot, so theirs is the argmax.
@@ -195,12 +219,18 @@ def denoise(
         ).logits
         logits = logits_processor(None, raw, cur_step=cur_step)
         logits[..., banned] = float("-inf")  # structural tokens never fill a slot
+        revealed = (current != ids.mask) & ~known if noise == "mask" else torch.zeros_like(known)
+        if revealed.any():  # an END before a revealed token would throw that token away
+            logits[..., ids.end] = logits[..., ids.end].masked_fill(_before_revealed(revealed, gap_ids), float("-inf"))
         argmax = torch.where(known, known_tokens, logits.argmax(dim=-1))
+        argmax = torch.where(revealed, current, argmax)
         unused = _past_end(argmax, gap_mask, gap_ids, ids.end)
         argmax = torch.where(unused, ids.mask, argmax)
-        logits = pin(logits, known | unused, argmax)
+        conditioning = pin(logits, known | unused, argmax)  # as in training, where revealed slots are not pinned
+        revealed = revealed & ~unused
+        logits = pin(logits, known | unused | revealed, argmax)
 
-        live = ~(known | unused)
+        live = ~(known | unused | revealed)
         sampled = _sample(logits, argmax, live, generator)
         accepted = sampler.accept_canvas(current, sampled, logits, cur_step)
         current = sampler.renoise_canvas(accepted, cur_step)
@@ -212,8 +242,12 @@ def denoise(
         live_count = live.sum(dim=-1).clamp(min=1)
         stopping.confidence_threshold = settings.confidence_threshold * live_count / length
         finished = stopping(argmax, logits)
+        if noise == "mask":  # the draft is what the canvas now holds; done when no live slot is masked
+            after_end = _past_end(current, gap_mask, gap_ids, ids.end)
+            argmax = torch.where(gap_mask & (current != ids.mask) & ~after_end, current, argmax)
+            finished = finished | ~(gap_mask & (current == ids.mask) & ~after_end).any(dim=-1)
         entropy = _entropy(logits, live).sum(dim=-1) / live_count
-        self_conditioning = logits.to(model.dtype)
+        self_conditioning = conditioning.to(model.dtype)
         yield Step(done, argmax, current, logits, entropy, finished)
         if finished.all():
             return

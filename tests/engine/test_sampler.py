@@ -1,5 +1,7 @@
 """Specification of the denoising loop on a clamped canvas (engine.sampler.denoise)."""
 
+import itertools
+
 import pytest
 import torch
 
@@ -143,6 +145,43 @@ def test_stops_early_once_stable_and_confident(model, cache, completion_canvas, 
 
     assert len(steps) < settings.max_steps
     assert steps[-1].finished.all()
+
+
+# Revealing (mask noise)
+
+
+def test_a_revealed_slot_keeps_its_token_in_every_later_step(model, cache, completion_canvas, ids):
+    steps = run(model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0))
+    gap = completion_canvas.gaps[0]
+    checked = 0
+    for earlier, later in itertools.pairwise(steps):
+        tokens = earlier.current[0].tolist()
+        end = tokens.index(ids.end, gap.start) if ids.end in tokens[gap.start : gap.stop] else gap.stop - 1
+        for slot in range(gap.start, end + 1):
+            if tokens[slot] != ids.mask:
+                assert later.current[0, slot] == tokens[slot]
+                checked += 1
+    assert checked
+
+
+def test_each_step_reveals_at_least_one_slot_and_the_loop_ends_when_none_is_masked(model, cache, completion_canvas,
+                                                                                   ids):
+    steps = run(model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0))
+    gap = completion_canvas.gaps[0]
+    assert len(steps) <= len(gap) and steps[-1].finished.all()
+    final = steps[-1].current[0, gap.start : gap.stop].tolist()
+    live = final[: final.index(ids.end) + 1] if ids.end in final else final
+    assert ids.mask not in live
+    assert steps[-1].argmax[0, gap.start : gap.start + len(live)].tolist() == live  # the draft is the canvas
+
+
+def test_a_warm_start_that_fills_the_gap_is_kept_as_it_is(model, cache, completion_canvas, ids):
+    start = torch.tensor([completion_canvas.tokens])
+    start[0, :3] = torch.tensor([40, 41, ids.end])
+    (step,) = run(model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0),
+                  start=start)
+
+    assert step.argmax[0, :3].tolist() == [40, 41, ids.end] and step.finished.all()
 
 
 def test_cancellation_between_steps_stops_the_loop(model, cache, completion_canvas, ids):
