@@ -54,7 +54,6 @@ DIFFUSION = Config("diffusion", "diffusion")
 AUTOREGRESSIVE = Config("autoregressive", "autoregressive")
 ABLATIONS = (
     Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0}),
-    Config("diffusion, stopping threshold 0.05", "diffusion", {"confidence_threshold": 0.05}),  # the old default
     Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
     # Above the live slots' mean entropy at the first step (about 3.7 nats): most slots accepted at once.
