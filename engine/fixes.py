@@ -60,13 +60,9 @@ def changed_spans(before: str, after: str) -> list[Span]:
     return [Span(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
 
 
-Cost = int | tuple[int, ...]
-
-
 def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-         lost: Callable[[str], Cost]) -> list[Candidate]:
-    """The distinct valid candidates that change something: least content lost first (`lost`
-    may rank by several counts in turn), then the smallest edit."""
+         lost: Callable[[str], int]) -> list[Candidate]:
+    """The distinct valid candidates that change something: least content lost first, then the smallest edit."""
     seen, ranked = set(), []
     for candidate in candidates:
         if candidate.text in seen or candidate.text == original:
@@ -79,7 +75,7 @@ def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool
 
 
 def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-           lost: Callable[[str], Cost]) -> Candidate | None:
+           lost: Callable[[str], int]) -> Candidate | None:
     """The valid candidate that loses the least content, then changes the fewest characters."""
     ranked = rank(original, candidates, valid, lost)
     return ranked[0] if ranked else None
@@ -107,18 +103,6 @@ def markdown_validator(deterministic: str) -> Callable[[str], bool]:
         return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure
 
     return valid
-
-
-def markdown_cost(original: str) -> Callable[[str], tuple[int, int]]:
-    """What a Markdown candidate loses: the user's words, then table cells it added but left
-    empty (a completed table beats a padded one; neither may drop a word)."""
-    written = Counter(_WORD.findall(original))
-
-    def cost(candidate: str) -> tuple[int, int]:
-        return (sum((written - Counter(_WORD.findall(candidate))).values()),
-                markdown_rules.empty_added_cells(original, candidate))
-
-    return cost
 
 
 def _result(original: str, candidates: list[Candidate], ranked: list[Candidate], reason: str) -> FixResult:
@@ -183,12 +167,13 @@ class Fixer:
             return FixResult(text, False, "no Markdown structure problems in the selection")
         deterministic = markdown_rules.fix(text)
         spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
-        # Completing a table is the model's job: the cells the structure fix added, left empty
-        # there, become gaps between the clamped pipes, so what it writes keeps the columns.
-        cells = [Span(offset, offset) for offset in markdown_rules.added_cells(text, deterministic)]
-        candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around),
-                      *self._diffusion(deterministic, cells, around)]
-        ranked = rank(text, candidates, markdown_validator(deterministic), markdown_cost(text))
+        candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
+        written = Counter(_WORD.findall(text))
+
+        def lost(candidate: str) -> int:
+            return sum((written - Counter(_WORD.findall(candidate))).values())
+
+        ranked = rank(text, candidates, markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 

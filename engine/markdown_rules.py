@@ -27,7 +27,6 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _BACKTICK_RUN = re.compile(r"`+")
 _STRONG = re.compile(r"\*\*|__")
 _HORIZONTAL_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
-_FILLER = "  |"  # an added empty cell and the pipe that closes it
 
 
 @dataclass(frozen=True)
@@ -131,34 +130,9 @@ def _fixed_table(table: _Table) -> list[str]:
         if len(parts) == width:
             out.append(row.text)
             continue
-        filler = " --- " if position == 1 else _FILLER[:-1]
+        filler = " --- " if position == 1 else "  "
         out.append(_row_text(row.text, parts + [filler] * (width - len(parts))))
     return out
-
-
-def added_cells(original: str, fixed: str) -> list[int]:
-    """Offsets in `fixed` inside each empty cell that the fix added to a table row (header or
-    body, not the delimiter row): the places where completing the table means writing."""
-    offsets = []
-    for before, after in zip(_tables(_lines(original)), _tables(_lines(fixed)), strict=False):
-        for position, (old, new) in enumerate(zip(before.rows, after.rows, strict=False)):
-            added = len(cells(new.text)) - len(cells(old.text))
-            if position == 1 or added <= 0 or not new.text.endswith(_FILLER * added):
-                continue
-            end = new.start + len(new.text)
-            offsets += [end - len(_FILLER) * (added - index) + 1 for index in range(added)]
-    return offsets
-
-
-def empty_added_cells(original: str, candidate: str) -> int:
-    """How many cells beyond what each table row of `original` had are empty in `candidate`
-    (delimiter rows aside): the part of a table that a fix added but nothing completed."""
-    empty = 0
-    for before, after in zip(_tables(_lines(original)), _tables(_lines(candidate)), strict=False):
-        for position, (old, new) in enumerate(zip(before.rows, after.rows, strict=False)):
-            if position != 1:
-                empty += sum(not cell.strip() for cell in cells(new.text)[len(cells(old.text)):])
-    return empty
 
 
 def _strip_code(line: str) -> str:

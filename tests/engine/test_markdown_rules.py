@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.markdown_rules import Outline, added_cells, cells, empty_added_cells, fix, outline, problems
+from engine.markdown_rules import Outline, cells, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
 
@@ -57,14 +57,3 @@ def test_the_outline_counts_tables_fences_and_list_items():
     text = "| a |\n|---|\n| 1 |\n\n```\nx\n```\n\n- a\n- b\n"
     assert outline(text) == Outline(table_rows=(3,), fences=2, list_items=2)
     assert outline("| a |\n| 1 |\n") == Outline(table_rows=(), fences=0, list_items=0)  # no delimiter row
-
-
-def test_the_cells_a_fix_adds_are_found_inside_their_padding():
-    text = "| name | age | city |\n| --- | --- |\n| Alice | 30 | Paris |\n| Carol\n"
-    fixed = fix(text)
-    offsets = added_cells(text, fixed)
-    assert len(offsets) == 2  # Carol's age and city; the delimiter row's added cell is not content
-    assert all(fixed[offset - 1 : offset + 2] == "  |" for offset in offsets)
-    assert empty_added_cells(text, fixed) == 2
-    completed = fixed[: offsets[0]] + "41" + fixed[offsets[0] :]
-    assert empty_added_cells(text, completed) == 1
