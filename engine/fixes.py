@@ -60,9 +60,13 @@ def changed_spans(before: str, after: str) -> list[Span]:
     return [Span(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
 
 
+Cost = int | tuple[int, ...]
+
+
 def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-         lost: Callable[[str], int]) -> list[Candidate]:
-    """The distinct valid candidates that change something: least content lost first, then the smallest edit."""
+         lost: Callable[[str], Cost]) -> list[Candidate]:
+    """The distinct valid candidates that change something: least content lost first (`lost`
+    may count several things, compared in turn), then the smallest edit."""
     seen, ranked = set(), []
     for candidate in candidates:
         if candidate.text in seen or candidate.text == original:
@@ -176,6 +180,34 @@ class Fixer:
         ranked = rank(text, candidates, markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
+
+    def complete_table(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        """The model writes the empty cells of the selection's tables, rows short of cells
+        padded first, each cell a gap between the row's clamped pipes. A candidate is valid
+        when every table keeps its rows and columns; the one that keeps every word and fills
+        the most cells wins. At most `max_gaps` cells a time: ask again for the rest."""
+        if self.repairer is None:
+            return FixResult(text, False, f"cannot complete the table: {self.unavailable}")
+        padded = markdown_rules.pad_tables(text)
+        offsets = markdown_rules.empty_cells(padded)
+        if not offsets:
+            return FixResult(text, False, "no table with an empty or missing cell in the selection")
+        offsets = offsets[: self.repairer.settings.max_gaps]  # more would merge gaps across pipes
+        candidates = self._diffusion(padded, [Span(offset, offset) for offset in offsets], around)
+        shapes, written = markdown_rules.table_shapes(padded), Counter(_WORD.findall(text))
+        empty = len(markdown_rules.empty_cells(padded))
+
+        def valid(candidate: str) -> bool:
+            return (markdown_rules.table_shapes(candidate) == shapes
+                    and len(markdown_rules.empty_cells(candidate)) < empty)
+
+        def lost(candidate: str) -> tuple[int, int]:
+            return (sum((written - Counter(_WORD.findall(candidate))).values()),
+                    len(markdown_rules.empty_cells(candidate)))
+
+        ranked = [candidate for candidate in rank(text, candidates, valid, lost) if lost(candidate.text)[0] == 0]
+        return _result(text, candidates, ranked, f"the model wrote nothing that fits the {len(offsets)} empty "
+                       + ("cell" if len(offsets) == 1 else "cells") + " between their pipes")
 
     def regenerate(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         if self.repairer is None:

@@ -64,30 +64,33 @@ def _lines(text: str) -> list[_Line]:
     return lines
 
 
-def cells(row: str) -> list[str]:
-    """The cells of a table row; pipes escaped or inside code spans do not split."""
-    body = row.strip()
-    if body.startswith("|"):
-        body = body[1:]
-    if body.endswith("|") and not body.endswith("\\|"):
-        body = body[:-1]
-    parts, current, index, in_code = [], [], 0, False
-    while index < len(body):
-        char = body[index]
-        if char == "\\" and index + 1 < len(body):
-            current.append(body[index : index + 2])
+def _cell_spans(row: str) -> list[tuple[int, int]]:
+    """Where each cell's text lies in a table row, between its pipes; pipes escaped or
+    inside code spans do not split."""
+    start, stop = len(row) - len(row.lstrip()), len(row.rstrip())
+    if row.startswith("|", start):
+        start += 1
+    if stop > start and row[stop - 1] == "|" and row[stop - 2 : stop] != "\\|":
+        stop -= 1
+    spans, cell_start, index, in_code = [], start, start, False
+    while index < stop:
+        char = row[index]
+        if char == "\\" and index + 1 < stop:
             index += 2
             continue
         if char == "`":
             in_code = not in_code
         if char == "|" and not in_code:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
+            spans.append((cell_start, index))
+            cell_start = index + 1
         index += 1
-    parts.append("".join(current))
-    return parts
+    spans.append((cell_start, stop))
+    return spans
+
+
+def cells(row: str) -> list[str]:
+    """The cells of a table row; pipes escaped or inside code spans do not split."""
+    return [row[start:end] for start, end in _cell_spans(row)]
 
 
 def _is_delimiter(row: str) -> bool:
@@ -278,12 +281,40 @@ def _unbalanced_lines(lines: list[_Line]) -> Iterator[tuple[_Line, list[str]]]:
             yield line, missing
 
 
+def _padded_rows(lines: list[_Line]) -> dict[int, str]:
+    """Each table row with the table's column count, by the offset of the line it replaces."""
+    return {row.start: new for table in _tables(lines)
+            for row, new in zip(table.rows, _fixed_table(table), strict=True)}
+
+
+def pad_tables(text: str) -> str:
+    """`text` with the table rule's fix alone: every row gets its table's column count."""
+    lines = _lines(text)
+    padded = _padded_rows(lines)
+    return "\n".join(padded.get(line.start, line.text) for line in lines)
+
+
+def table_shapes(text: str) -> list[tuple[int, int]]:
+    """Rows and columns of each table, in order."""
+    return [(len(table.rows), table.width) for table in _tables(_lines(text))]
+
+
+def empty_cells(text: str) -> list[int]:
+    """Offsets that write into an empty cell of a table's header or body rows (after the
+    cell's first space, if it has one): the places completing the table fills in."""
+    offsets = []
+    for table in _tables(_lines(text)):
+        for position, row in enumerate(table.rows):
+            if position == 1:  # the delimiter row is structure, not content
+                continue
+            offsets += [row.start + min(start + 1, end) for start, end in _cell_spans(row.text)
+                        if not row.text[start:end].strip()]
+    return offsets
+
+
 def _fix_once(text: str) -> str:
     lines = _lines(text)
-    replaced: dict[int, str] = {}
-    for table in _tables(lines):
-        for row, new in zip(table.rows, _fixed_table(table), strict=True):
-            replaced[row.start] = new
+    replaced = _padded_rows(lines)
     for line, missing in _unbalanced_lines(lines):
         body = line.text.rstrip()
         replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body):]

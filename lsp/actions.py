@@ -1,5 +1,5 @@
 """textDocument/codeAction and codeAction/resolve: Fix JSON selection, Fix Markdown
-selection (quickfix) and Regenerate selection (refactor.rewrite).
+selection (quickfix), Complete table and Regenerate selection (refactor.rewrite).
 
 Targets come from the selection (any non-empty range) and from our own diagnostics in
 the request's context (for JSON the whole document, for Markdown the problem's lines).
@@ -29,7 +29,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from engine import closure
+from engine import closure, markdown_rules
 from engine.fixes import Fixer, FixResult, Surroundings
 from lsp.diagnostics import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.documents import Document, UnknownDocument
@@ -41,7 +41,7 @@ KINDS = [QUICKFIX, REWRITE]
 
 @dataclass(frozen=True)
 class Action:
-    name: str  # "json", "jsonc", "markdown" or "regenerate"
+    name: str  # "json", "jsonc", "markdown", "table" or "regenerate"
     title: str
     kind: types.CodeActionKind
     run: Callable[[Fixer, str, Surroundings], FixResult]
@@ -50,8 +50,9 @@ class Action:
 JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json)
 JSONC = Action("jsonc", "Fix JSON selection", QUICKFIX, Fixer.fix_jsonc)  # keeps comments and trailing commas
 MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown)
+TABLE = Action("table", "Complete table", REWRITE, Fixer.complete_table)
 REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate)
-ACTIONS = {action.name: action for action in (JSON, JSONC, MARKDOWN, REGENERATE)}
+ACTIONS = {action.name: action for action in (JSON, JSONC, MARKDOWN, TABLE, REGENERATE)}
 _converter = get_converter()
 
 
@@ -158,6 +159,8 @@ def _selection_targets(document: Document, start: int, end: int) -> list[Target]
         targets.append(Target(_json_action(document), start, end))
     if document.language_id in MARKDOWN_LANGUAGES:
         targets.append(Target(MARKDOWN, start, end))
+        if "|" in selected and markdown_rules.empty_cells(markdown_rules.pad_tables(selected)):
+            targets.append(Target(TABLE, start, end))
     targets.append(Target(REGENERATE, start, end))
     return targets
 

@@ -4,10 +4,12 @@ model: junk text, but the contracts hold), validation, and the choice among cand
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
 
+from engine import markdown_rules
 from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size, markdown_validator
 from engine.jsonfix import comments, strip_jsonc
 from engine.markdown_rules import fix, problems
@@ -126,3 +128,32 @@ def test_regenerate_starts_from_the_renoised_selection_and_is_repeatable(repaire
     first = repairer.regenerate(before, selection, after)
     assert len(first) == repairer.settings.samples and all(isinstance(text, str) for text in first)
     assert repairer.regenerate(before, selection, after) == first
+
+
+def test_complete_table_writes_only_inside_the_empty_cells_or_says_why(repairer):
+    text = "| name | age | city |\n|---|---|---|\n| Alice | 30 | Paris |\n| Carol\n| Dan | | Rome |\n"
+    result = Fixer(repairer).complete_table(text)
+    padded = markdown_rules.pad_tables(text)
+    if not result.fixed:
+        assert result.text == text and result.reason.endswith("empty cells between their pipes")
+        return
+    assert markdown_rules.table_shapes(result.text) == markdown_rules.table_shapes(padded) == [(5, 3)]
+    assert len(markdown_rules.empty_cells(result.text)) < len(markdown_rules.empty_cells(padded)) == 3
+    assert Counter(_words(text)) - Counter(_words(result.text)) == Counter()
+    rows = result.text.splitlines()
+    assert rows[:3] == padded.splitlines()[:3] and rows[3].startswith("| Carol|") and rows[4].startswith("| Dan |")
+
+
+def test_complete_table_needs_an_empty_or_missing_cell():
+    result = Fixer(None).complete_table("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert not result.fixed and result.reason == "cannot complete the table: no model is loaded"
+    assert markdown_rules.empty_cells("| a | b |\n|---|---|\n| 1 | 2 |\n") == []
+
+
+def test_complete_table_says_when_there_is_nothing_to_complete(repairer):
+    result = Fixer(repairer).complete_table("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert not result.fixed and result.reason == "no table with an empty or missing cell in the selection"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text)

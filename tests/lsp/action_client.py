@@ -11,6 +11,7 @@ from lsprotocol import types
 from lsp.positions import Lines
 
 FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
+COMPLETE_TABLE = "Complete table"
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
 

@@ -14,6 +14,7 @@ import json
 
 import pytest
 from action_client import (
+    COMPLETE_TABLE,
     FIX_JSON,
     FIX_MARKDOWN,
     REGENERATE,
@@ -116,6 +117,31 @@ async def test_table_in_the_middle_of_a_document_is_diagnosed_and_fixed(editor):
     rows = edit.new_text.splitlines()
     assert len({len(markdown_rules.cells(row)) for row in rows}) == 1 and "extra" in rows[-1]
     assert markdown_rules.problems(fixed) == []
+
+
+async def test_a_table_with_empty_cells_can_be_completed_by_the_model_within_its_rows_and_columns(editor):
+    table = "| tool | version | notes |\n|---|---|---|\n| ruff | 0.6 | lint |\n| pytest | 8 |\n| mypy | | |"
+    text = f"# Tools\n\n{table}\n\n## Next\n"
+    uri, _ = await open_diagnosed(editor, text, "markdown", ".md")
+    actions = await code_actions(editor, uri, span(text, table))
+    assert [action.title for action in actions] == [FIX_MARKDOWN, COMPLETE_TABLE, REGENERATE]
+    action = titled(actions, COMPLETE_TABLE)
+    assert action.kind == types.CodeActionKind.RefactorRewrite
+    if action.disabled is not None:  # the embedded model often writes nothing that fits
+        assert "empty cells" in action.disabled.reason and action.edit is None
+        return
+    fixed, edit = applied(text, action, uri)
+    assert edit.range == span(text, table) and fixed.startswith("# Tools\n\n") and fixed.endswith("\n\n## Next\n")
+    assert markdown_rules.table_shapes(edit.new_text) == [(5, 3)]
+    assert all(word in edit.new_text for word in ("tool", "ruff", "lint", "pytest", "mypy"))
+    padded = markdown_rules.pad_tables(table)
+    assert len(markdown_rules.empty_cells(edit.new_text)) < len(markdown_rules.empty_cells(padded))
+
+
+async def test_complete_table_is_not_offered_without_a_table_to_complete(editor):
+    text = "| a | b |\n|---|---|\n| 1 | 2 |\n\nprose\n"
+    uri, _ = await open_diagnosed(editor, text, "markdown", ".md")
+    assert COMPLETE_TABLE not in {action.title for action in await code_actions(editor, uri, span(text, text))}
 
 
 async def test_markdown_selection_gets_fences_emphasis_and_lists_fixed(editor):
