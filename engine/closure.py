@@ -317,13 +317,26 @@ def _worsened(
     baseline already has an error at the cursor; trading that error for one
     lying wholly inside the candidate's own text (say an unclosed string)
     keeps the count, so that trade is caught by position instead.
+
+    Away from the candidate, text the baseline already flagged stays flagged: a
+    completion that closes the call a windowed prefix left open lets the parser
+    see the errors that the baseline's one big ERROR had swallowed, and those
+    do not count against it.
     """
+    after = _outside(before, after, splice)
     if len(after) < len(before):
         return []
     added = _added(before, after, splice)
     if len(after) == len(before):
         return [flaw for flaw in added if splice.contains(flaw)]
     return [flaw for flaw in added if splice.touches(flaw)] or added or list(after)
+
+
+def _outside(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -> list[_Flaw]:
+    """The flaws of `after` that touch the candidate or lie outside every baseline flaw."""
+    spans = [splice.from_baseline(flaw) for flaw in before]
+    return [flaw for flaw in after
+            if splice.touches(flaw) or not any(start <= flaw.start and flaw.end <= end for start, end in spans)]
 
 
 def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:

@@ -112,18 +112,20 @@ class InfillEngine:
         start = self._warm_start(layout, context, start_text)
         processors = self._processors(context, gap)
 
-        text, step, entropy = "", 0, 0.0
+        step, entropy = 0, 0.0
         denoise_settings = self.settings.denoise
         for _round_index in range(self.settings.repair_rounds + 1):
             last: Step | None = None
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
-                tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
-                text = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
                 step, entropy = step + 1, float(last.mean_entropy[0])
-                yield Draft(text, step, entropy, final=False, prefill_ms=prefill_ms)
+                yield Draft(self._text(self._draft_tokens(last, gap), context, request), step, entropy,
+                            final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:
                 return
+            # Slots still masked at the step limit take their argmax: a guess, but the best one.
+            tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
+            text = self._text(tokens, context, request)
             report = closure.check(request.prefix, text, request.suffix, request.language)
             if report.valid:
                 self._previous = (request.prefix, text)
@@ -134,6 +136,16 @@ class InfillEngine:
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         self._previous = (request.prefix, text)
         yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+
+    def _draft_tokens(self, step: Step, gap: range) -> list[int]:
+        """What a draft shows: with mask noise only the revealed slots up to the first masked one,
+        which later steps keep; with uniform noise the argmax, which they refine."""
+        if self.loaded.spec.noise == "mask":
+            return canvas_layout.settled(step.current[0].tolist(), gap, self.loaded.ids)
+        return canvas_layout.insertion(step.argmax[0].tolist(), gap, self.loaded.ids)
+
+    def _text(self, tokens: list[int], context: EncodedContext, request: InfillRequest) -> str:
+        return insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
 
     def _warm_start(self, layout, context: EncodedContext, start_text: str | None):
         if not start_text:

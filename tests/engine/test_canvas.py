@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.canvas import CanvasSpec, after_end, build, completion_canvas, insertion, suffix_head
+from engine.canvas import CanvasSpec, after_end, build, completion_canvas, insertion, settled, suffix_head
 from engine.tokens import SpecialIds
 
 IDS = SpecialIds(pad=0, eos=1, bos=2, mask=3, end=4)
@@ -98,6 +98,18 @@ def test_insertion_reads_only_its_own_gap():
 
 def test_insertion_is_empty_when_the_gap_starts_with_end():
     assert insertion([E, 10, 11], range(0, 3), IDS) == []
+
+
+def test_settled_stops_at_the_first_masked_slot():
+    assert settled([10, 11, M, 12, E], range(0, 5), IDS) == [10, 11]
+
+
+def test_settled_stops_at_end_and_drops_pads():
+    assert settled([10, P, 11, E, M], range(0, 5), IDS) == [10, 11]
+
+
+def test_settled_is_empty_while_the_first_slot_is_masked():
+    assert settled([M, 10, 11], range(0, 3), IDS) == []
 
 
 # Slots past END

@@ -212,6 +212,15 @@ def test_candidate_that_fixes_errors_is_valid(language):
     assert check("f(x", ")", "\nf(y)\n", language).valid
 
 
+def test_closing_a_call_may_reveal_errors_the_baseline_already_had_in_its_window():
+    # The window starts inside an expression and its suffix is indented oddly: once the
+    # call is closed, the parser reports that damage as two errors instead of one.
+    prefix = "        [f(i) for i in xs])\n    pattern = join(base, "
+    suffix = "\n        depth = 0\n        while results:\n            path = join(*(['dir'] + ['file']))"
+    assert check(prefix, "'d')", suffix, "python").valid
+    assert not check(prefix, "'d'))", suffix, "python").valid
+
+
 def test_python_candidate_that_finishes_a_def_is_valid():
     assert check("def f(x", "):", "\n    return x\n", "python").valid
 

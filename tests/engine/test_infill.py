@@ -1,5 +1,7 @@
 """Specification of one inline completion (engine.infill): prefix cache, drafts, closure."""
 
+import itertools
+
 import pytest
 import torch
 
@@ -11,6 +13,7 @@ from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
 
 FAST = DenoiseSettings(max_steps=4)
+ALL_SLOTS = DenoiseSettings(max_steps=12)  # a step reveals at least one of the tiny canvas's 12 gap slots
 
 # cursor positions where junk easily breaks the file: the final draft must not
 CLOSURE_CASES = [
@@ -165,6 +168,15 @@ def test_drafts_count_steps_upward(tiny_loaded):
     assert steps == list(range(1, len(steps) + 1))
 
 
+def test_with_mask_noise_each_draft_extends_the_one_before(tiny_loaded):
+    # a draft shows only revealed slots, which later steps keep: the ghost text only grows
+    assert tiny_loaded.spec.noise == "mask"
+    engine = engine_for(tiny_loaded, mode="multi-line", repair_rounds=0, denoise=ALL_SLOTS)
+    texts = [draft.text for draft in complete(engine, "def area(width, height):\n    ", "\n") if not draft.final]
+
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+
+
 def test_exactly_one_final_draft_and_it_comes_last(tiny_loaded):
     drafts = complete(engine_for(tiny_loaded), "print(", ")\n")
 
@@ -229,7 +241,7 @@ def newline_at_third_slot(tiny_loaded):
 
 
 def test_multi_line_drafts_keep_newlines(newline_at_third_slot):
-    drafts = complete(engine_for(newline_at_third_slot, mode="multi-line"), "x = foo(", ")\n")
+    drafts = complete(engine_for(newline_at_third_slot, mode="multi-line", denoise=ALL_SLOTS), "x = foo(", ")\n")
 
     assert any("\n" in draft.text for draft in drafts if not draft.final)
 
@@ -248,7 +260,7 @@ def test_auto_mode_is_single_line_after_code_on_the_cursor_line(newline_at_third
 
 
 def test_auto_mode_is_multi_line_on_an_empty_line(newline_at_third_slot):
-    drafts = complete(engine_for(newline_at_third_slot, mode="auto"), "def f(x):\n    ", "\n")
+    drafts = complete(engine_for(newline_at_third_slot, mode="auto", denoise=ALL_SLOTS), "def f(x):\n    ", "\n")
 
     assert any("\n" in draft.text for draft in drafts if not draft.final)
 
