@@ -140,15 +140,15 @@ def machine(threads: int) -> dict:
 
 
 def run(quick: bool, cases: int | None, model: Path | None, baseline: Path, threads: int, seed: int,
-        typing_burst: bool) -> dict:
-    chosen = build_cases(cases or (QUICK_CASES if quick else FULL_CASES), CASE_SEED)
+        typing_burst: bool, case_seed: int = CASE_SEED) -> dict:
+    chosen = build_cases(cases or (QUICK_CASES if quick else FULL_CASES), case_seed)
     results = {config.label: measure_in_fresh_process(config, model, baseline, chosen, threads, seed)
                for config in (DIFFUSION, AUTOREGRESSIVE, *(() if quick else ABLATIONS + TYPED_ALONG))}
     diffusion, autoregressive = results.pop(DIFFUSION.label), results.pop(AUTOREGRESSIVE.label)
     report = {
         "date": datetime.date.today().isoformat(),
         "machine": machine(threads),
-        "cases": {"count": len(chosen), "seed": CASE_SEED, "kinds": sorted({c.kind for c in chosen}),
+        "cases": {"count": len(chosen), "seed": case_seed, "kinds": sorted({c.kind for c in chosen}),
                   "sources": {"stdlib": "held-out 5% split", **sources()}},
         "diffusion": {"model": str(model or "embedded"), **_recipe(model), **diffusion},
         "autoregressive": {"model": str(baseline), **_recipe(baseline), **autoregressive},
@@ -240,13 +240,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
     parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, help="autoregressive baseline checkpoint")
     parser.add_argument("--threads", type=int, help="torch threads (default: half the cores, as the server)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--case-seed", type=int, default=CASE_SEED,
+                        help=f"which cases (default {CASE_SEED}, the reported ones; checkpoints and decoding "
+                             f"settings are chosen on others, e.g. {CASE_SEED + 11})")
     parser.add_argument("--no-typing-burst", action="store_true", help="skip the typing burst through the server")
 
 
 def main(args: argparse.Namespace) -> int:
     threads = args.threads or max(1, (os.cpu_count() or 2) // 2)
-    report = run(args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst)
+    report = run(args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst,
+                 args.case_seed)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -87,3 +87,18 @@ def test_the_table_says_when_where_and_how_it_was_measured(quick_report):
     report, _ = quick_report
     text = table(report)
     assert report["date"] in text and f"{report['machine']['cpus']} CPUs" in text and "Method:" in text
+
+
+def test_other_cases_are_chosen_by_case_seed_and_reported(console_script, model_dir, baseline_dir, quick_report,
+                                                          tmp_path):
+    """Checkpoints and decoding settings are chosen on cases other than the reported ones."""
+    subprocess.run(
+        [console_script, "bench", "--quick", "--cases", "3", "--threads", "1", "--case-seed", "7",
+         "--model", str(model_dir), "--baseline", str(baseline_dir), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, check=True)
+    tuning = json.loads((tmp_path / "bench.json").read_text())
+    reported = json.loads((quick_report[1] / "bench.json").read_text())
+
+    assert tuning["cases"]["seed"] == 7 and reported["cases"]["seed"] != 7
+    names = {row["name"] for row in tuning["diffusion"]["rows"]}
+    assert names.isdisjoint(row["name"] for row in reported["diffusion"]["rows"])
