@@ -90,14 +90,8 @@ def insertion(tokens: Sequence[int], gap: range, ids: SpecialIds) -> list[int]:
 def settled(tokens: Sequence[int], gap: range, ids: SpecialIds) -> list[int]:
     """The tokens a gap holds up to its END or its first masked slot: with mask noise, the
     part of a draft that later steps keep (a masked slot's argmax is only a guess)."""
-    out = []
-    for position in gap:
-        token = tokens[position]
-        if token in (ids.end, ids.mask):
-            break
-        if token != ids.pad:
-            out.append(token)
-    return out
+    first_masked = next((position for position in gap if tokens[position] == ids.mask), gap.stop)
+    return insertion(tokens, range(gap.start, first_masked), ids)
 
 
 def after_end(tokens: Sequence[int], canvas: Canvas, ids: SpecialIds) -> list[int]:
