@@ -245,9 +245,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"which cases (default {CASE_SEED}, the reported ones; checkpoints and decoding "
                              f"settings are chosen on others, e.g. {CASE_SEED + 11})")
     parser.add_argument("--no-typing-burst", action="store_true", help="skip the typing burst through the server")
+    parser.add_argument("--replay", action="store_true", help="type held-out code through the server instead: how "
+                        "often the suggestions shown are right (bench.replay)")
+    parser.add_argument("--files", type=int, help="--replay: excerpts typed (default 8, 2 with --quick)")
+    parser.add_argument("--chars", type=int, help="--replay: characters per excerpt (default 600, 300 with --quick)")
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.replay:
+        from bench import replay
+
+        return replay.main(args)
     threads = args.threads or max(1, (os.cpu_count() or 2) // 2)
     report = run(args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst,
                  args.case_seed)

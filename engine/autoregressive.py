@@ -23,7 +23,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from engine.drafts import Draft, InfillRequest
 from engine.insertion import insertion_text, longest_valid
-from engine.loading import ModelLoadError
+from engine.loading import ModelLoadError, pick_device
 from engine.prefix import EncodedContext, encode_context, healing_candidates
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
@@ -79,14 +79,20 @@ class FimModel:
     ids: FimIds
     source: str
 
+    @property
+    def canvas_problem(self) -> str:
+        """The clamped-canvas repairs (code actions) cannot use a left-to-right model."""
+        return f"{self.source} is the autoregressive baseline, not trained on the infill canvas"
 
-def load_fim(path: Path) -> FimModel:
-    """A baseline checkpoint from a local directory (nothing is downloaded)."""
+
+def load_fim(path: Path, device: str | None = None) -> FimModel:
+    """A baseline checkpoint from a local directory (nothing is downloaded), in float32."""
     if not (path / SPEC_FILE).is_file():
         raise ModelLoadError(f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
                              "train one with `diffusion-infill train --objective fim`")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
+    model = model.to(pick_device(device)).eval()
     return FimModel(model, tokenizer, FimSpec.load(path), FimIds.from_tokenizer(tokenizer), str(path))
 
 

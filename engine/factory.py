@@ -1,15 +1,36 @@
 """Picks the engine a checkpoint can serve: the clamped canvas when it was trained on it,
-the instruction path otherwise."""
+the autoregressive baseline when it is one (it has fim.json), the instruction path otherwise."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from engine.autoregressive import SPEC_FILE as FIM_SPEC_FILE
+from engine.autoregressive import AutoregressiveEngine, FimModel, load_fim
 from engine.infill import InfillEngine
 from engine.instruct import InstructEngine
-from engine.loading import LoadedModel
+from engine.loading import LoadedModel, load
 from engine.settings import EngineSettings
 
 
-def create_engine(loaded: LoadedModel, settings: EngineSettings | None = None) -> InfillEngine | InstructEngine:
+def is_fim_baseline(name: str | None) -> bool:
+    """Whether `name` is a directory holding the autoregressive baseline (bench/fim_model)."""
+    return name is not None and (Path(name).expanduser() / FIM_SPEC_FILE).is_file()
+
+
+def load_any(name: str | None = None, device: str | None = None, dtype: str | None = None,
+             trust_remote_code: bool = False) -> LoadedModel | FimModel:
+    """A DiffusionGemma checkpoint (engine.loading), or the autoregressive baseline when `name`
+    is one: the server can then serve either through the same path (bench.replay)."""
+    if is_fim_baseline(name):
+        return load_fim(Path(name).expanduser(), device)
+    return load(name, device, dtype, trust_remote_code=trust_remote_code)
+
+
+def create_engine(loaded: LoadedModel | FimModel, settings: EngineSettings | None = None
+                  ) -> InfillEngine | InstructEngine | AutoregressiveEngine:
+    if isinstance(loaded, FimModel):
+        return AutoregressiveEngine(loaded, settings)
     if loaded.canvas_problem:
         return InstructEngine(loaded, settings)
     return InfillEngine(loaded, settings)

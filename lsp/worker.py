@@ -17,10 +17,11 @@ from typing import TypeVar
 
 import torch
 
+from engine.autoregressive import FimModel
 from engine.drafts import Draft, InfillRequest
-from engine.factory import create_engine
+from engine.factory import create_engine, load_any
 from engine.fixes import Fixer
-from engine.loading import LoadedModel, ModelLoadError, load
+from engine.loading import LoadedModel, ModelLoadError
 from engine.repair import DiffusionRepairer
 from engine.settings import EngineSettings
 
@@ -59,7 +60,7 @@ class EngineWorker:
     def __init__(self, trust_remote_code: bool = False):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._trust_remote_code = trust_remote_code
-        self._loaded: LoadedModel | None = None
+        self._loaded: LoadedModel | FimModel | None = None
         self._settings = EngineSettings()
         self._engine = None
         self._fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
@@ -94,7 +95,7 @@ class EngineWorker:
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
         try:
-            self._loaded = load(model, device, dtype, trust_remote_code=self._trust_remote_code)
+            self._loaded = load_any(model, device, dtype, trust_remote_code=self._trust_remote_code)
             self._engine = create_engine(self._loaded, settings)
             problem = self._loaded.canvas_problem
             self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded))
