@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PrefixConstrainedLogitsProcessor
+from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
+from engine.confidence import Calibration, evidence
 from engine.drafts import Draft, InfillRequest
 from engine.insertion import insertion_text, longest_valid
 from engine.loading import ModelLoadError, pick_device
@@ -115,12 +116,25 @@ class TokenStreamer(BaseStreamer):
         pass
 
 
+class ChosenLogprobs(LogitsProcessor):
+    """Keeps the log-probability of each greedy token: generate() appends custom processors
+    after its own, so the scores seen here are the ones the argmax is taken of."""
+
+    def __init__(self):
+        self.logprobs: list[float] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        self.logprobs.append(float(torch.log_softmax(scores[0].float(), dim=-1).max()))
+        return scores
+
+
 class AutoregressiveEngine:
     """Greedy fill-in-the-middle completions with the `complete` contract of the other engines."""
 
     def __init__(self, loaded: FimModel, settings: EngineSettings | None = None):
         self.loaded = loaded
         self.settings = settings or EngineSettings()
+        self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
 
     def _generate_options(self, context: EncodedContext, prompt_length: int, prefix: str) -> dict:
         ids, tokenizer = self.loaded.ids, self.loaded.tokenizer
@@ -132,6 +146,7 @@ class AutoregressiveEngine:
             first = PrefixConstrainedLogitsProcessor(
                 lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1)
             options["logits_processor"] = [first]
+        options["logits_processor"] = [*options.get("logits_processor", []), ChosenLogprobs()]
         if not self.settings.multi_line(prefix):
             options.update(stop_strings=["\n"], tokenizer=tokenizer)
         return options
@@ -146,6 +161,7 @@ class AutoregressiveEngine:
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
         options = self._generate_options(context, len(prompt), request.prefix)
+        chosen = options["logits_processor"][-1]
 
         def work(emit) -> None:
             with torch.no_grad():
@@ -164,4 +180,8 @@ class AutoregressiveEngine:
         if cancelled():
             return
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
-        yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms)
+        full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+        found = evidence(chosen.logprobs[: len(tokens) + 1], text, request.prefix, cut=text != full)
+        confidence = self.calibration.estimate(found) if self.calibration else None
+        yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence,
+                    evidence=found)

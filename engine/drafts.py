@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.confidence import Evidence
+
 
 @dataclass(frozen=True)
 class InfillRequest:
@@ -20,3 +22,5 @@ class Draft:
     final: bool
     valid: bool | None = None  # closure check, known for the final draft
     prefill_ms: float = 0.0  # time spent encoding the prefix for this request
+    confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.confidence)
+    evidence: Evidence | None = None  # final drafts: what that estimate was computed from

@@ -15,6 +15,7 @@ from transformers.cache_utils import DynamicCache
 
 from engine import canvas as canvas_layout
 from engine import closure
+from engine.confidence import Calibration, SlotLogprobs, evidence
 from engine.drafts import Draft, InfillRequest
 from engine.insertion import insertion_text, longest_valid
 from engine.loading import LoadedModel
@@ -78,6 +79,7 @@ class InfillEngine:
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()
         self._previous: tuple[str, str] | None = None  # (prefix, final text) of the last completion
+        self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
 
     def _processors(self, context: EncodedContext, gap: range) -> list:
         """Token healing on the first slot, and a minimum length (the healed token does not count)."""
@@ -113,12 +115,14 @@ class InfillEngine:
         processors = self._processors(context, gap)
 
         step, entropy = 0, 0.0
+        chosen = SlotLogprobs(gap)
         denoise_settings = self.settings.denoise
         for _round_index in range(self.settings.repair_rounds + 1):
             last: Step | None = None
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 step, entropy = step + 1, float(last.mean_entropy[0])
+                chosen.observe(last.logits[0], last.argmax[0])
                 yield Draft(self._text(self._draft_tokens(last, gap), context, request), step, entropy,
                             final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:
@@ -129,13 +133,21 @@ class InfillEngine:
             report = closure.check(request.prefix, text, request.suffix, request.language)
             if report.valid:
                 self._previous = (request.prefix, text)
-                yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+                yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms)
                 return
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         self._previous = (request.prefix, text)
-        yield Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms)
+        yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms)
+
+    def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
+               entropy: float, prefill_ms: float) -> Draft:
+        """The final draft, with its evidence and (when the checkpoint is calibrated) its confidence."""
+        found = evidence(logprobs, text, request.prefix, cut)
+        confidence = self.calibration.estimate(found) if self.calibration else None
+        return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
+                     evidence=found)
 
     def _draft_tokens(self, step: Step, gap: range) -> list[int]:
         """What a draft shows: with mask noise only the revealed slots up to the first masked one,

@@ -9,6 +9,10 @@
   an identical request, so a client that re-asks never recomputes.
 - A request cancelled by the client ($/cancelRequest) stops its run when no other
   request is waiting on it.
+- A single-item request whose context the engine's suggestion cache knows (asked before,
+  or a shown suggestion typed along) is answered from it, with no run.
+- A final completion whose confidence is under the request's threshold is not offered;
+  the final draft notification then carries no text, so a client stops showing the draft.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
 """
 
@@ -16,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
+from engine.confidence import passes
 from engine.drafts import Draft, InfillRequest
+from engine.suggestion_cache import Suggestion, SuggestionCache
 from lsp.worker import EngineWorker, Job
 
 
@@ -31,6 +37,7 @@ class RunKey:
     cursor: int  # offset of the cursor in the document
     selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
     samples: int
+    min_confidence: float = 0.0  # completions estimated below this are not offered
 
 
 @dataclass
@@ -44,8 +51,8 @@ class Run:
     waiters: int = 0
 
 
-# (run, draft) -> None: sends one infill/draft notification
-Publish = Callable[[Run, Draft], None]
+# (key, position, draft) -> None: sends one infill/draft notification
+Publish = Callable[[RunKey, Position, Draft], None]
 
 
 def continuation(previous: tuple[InfillRequest, str] | None, request: InfillRequest) -> str | None:
@@ -68,16 +75,20 @@ class Runs:
         self._live: dict[str, Run] = {}
         self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
         self._previous: dict[str, tuple[InfillRequest, str]] = {}  # last completion per document
+        self.suggestions = SuggestionCache()
 
     async def complete(self, key: RunKey, request: InfillRequest, position: Position) -> list[Draft]:
         """The final drafts for `key` (the first is the best); empty when superseded."""
         done = self._done.get(key.uri)
         if done is not None and done[0] == key:
             return done[1]
+        kept = self.suggestions.lookup(request, key.min_confidence) if key.samples == 1 else None
+        if kept is not None:
+            return self._from_cache(key, position, kept)
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
             if run.latest is not None:
-                self._publish(run, run.latest)  # the joining client sees the live state at once
+                self._publish(run.key, run.position, run.latest)  # the joining client sees the live state at once
         else:
             self.invalidate(key.uri)
             run = self._start(key, request, position)
@@ -109,6 +120,16 @@ class Runs:
         for uri in list(self._live) + list(self._done):
             self.invalidate(uri)
         self._previous.clear()
+        self.suggestions.clear()
+
+    def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
+        """A final answer with no run and no denoising step (Draft.step 0)."""
+        self.invalidate(key.uri)
+        final = Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence)
+        offered = [final] if passes(final.confidence, key.min_confidence) else []
+        self._done[key.uri] = (key, offered)
+        self._publish(key, position, final if offered else replace(final, text=""))
+        return offered
 
     def _start(self, key: RunKey, request: InfillRequest, position: Position) -> Run:
         loop = asyncio.get_running_loop()
@@ -126,7 +147,7 @@ class Runs:
         run.latest = draft
         if draft.text != run.sent:
             run.sent = draft.text
-            self._publish(run, draft)
+            self._publish(run.key, run.position, draft)
 
     def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
         if self._live.get(run.key.uri) is run:
@@ -140,17 +161,22 @@ class Runs:
         else:
             finals = future.result()
             if finals is not None and not run.job.cancel.is_set():
-                self._answered(run, finals)
+                finals = self._answered(run, finals)
             run.result.set_result(None if run.job.cancel.is_set() else finals)
 
-    def _answered(self, run: Run, finals: list[Draft]) -> None:
-        """Records the result and notifies the converged text, so drafts end where the answer is."""
+    def _answered(self, run: Run, finals: list[Draft]) -> list[Draft]:
+        """Records the result and notifies the converged text, so drafts end where the answer is;
+        returns the completions offered (those the confidence threshold lets through)."""
         best = next((draft for draft in finals if draft.text), finals[0])
-        self._done[run.key.uri] = (run.key, finals)
+        offered = [draft for draft in finals if passes(draft.confidence, run.key.min_confidence)]
+        self._done[run.key.uri] = (run.key, offered)
         if best.text:
             self._previous[run.key.uri] = (run.job.request, best.text)
-        run.latest = best
-        self._publish(run, best)
+            self.suggestions.store(run.job.request, Suggestion(best.text, best.confidence))
+        shown = next((draft for draft in offered if draft.text), replace(best, text=""))
+        run.latest = shown
+        self._publish(run.key, run.position, shown)
+        return offered
 
     def _stop(self, run: Run) -> None:
         run.job.cancel.set()

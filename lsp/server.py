@@ -31,7 +31,7 @@ from lsp.framing import Frames
 from lsp.items import items, placement
 from lsp.positions import UTF16, PositionError
 from lsp.protocol import InfillProtocol
-from lsp.runs import Run, RunKey, Runs
+from lsp.runs import RunKey, Runs
 from lsp.settings import SECTION, ServerSettings, merge, section_of
 from lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
 from lsp.window import bounded
@@ -79,9 +79,9 @@ class InfillServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def publish_draft(self, run: Run, draft: Draft) -> None:
-        position = {"line": run.position.line, "character": run.position.character}
-        self.protocol.notify(DRAFT_NOTIFICATION, {"uri": run.key.uri, "version": run.key.version, "position": position,
+    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft) -> None:
+        position = {"line": at.line, "character": at.character}
+        self.protocol.notify(DRAFT_NOTIFICATION, {"uri": key.uri, "version": key.version, "position": position,
                                                   "text": draft.text, "step": draft.step, "final": draft.final})
 
     def tell(self, kind: types.MessageType, message: str) -> None:
@@ -104,7 +104,7 @@ class InfillServer(LanguageServer):
         elif settings.engine_settings() != previous.engine_settings():
             self.runs.clear()
             self.worker.configure(settings.engine_settings())
-        elif settings.invoked_items != previous.invoked_items:
+        elif (settings.invoked_items, settings.min_confidence) != (previous.invoked_items, previous.min_confidence):
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
@@ -160,7 +160,9 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     where = placement(document.text, cursor, selected)
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
     samples = settings.invoked_items if trigger == "invoked" else 1
-    key = RunKey(document.uri, document.version, cursor, selected, samples)
+    # The user asked: every completion is offered; while typing only those likely to be accepted.
+    threshold = settings.min_confidence if trigger == "automatic" else 0.0
+    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document))
     try:
         finals = await ls.runs.complete(key, request, params.position)

@@ -11,6 +11,7 @@ from typing import Any
 from engine.settings import MODES, EngineSettings
 
 SECTION = "diffusionInfill"
+MIN_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class ServerSettings:
     mode: str = "auto"  # "single-line", "multi-line", or "auto" (multi-line on an empty line)
     enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all
     invoked_items: int = 3  # completions offered for cycling on an explicitly invoked request
+    # Automatic requests offer a completion only when its estimated chance of being accepted
+    # (engine.confidence) is at least this; invoked ones offer every completion. Chosen to
+    # maximise characters saved per wrong suggestion shown on tuning files (bench.calibrate).
+    min_confidence: float = MIN_CONFIDENCE
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -65,6 +70,12 @@ def _optional_positive_float(value: Any) -> float | None:
     return float(value)
 
 
+def _probability(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError("expected a number from 0 to 1")
+    return float(value)
+
+
 def _mode(value: Any) -> str:
     if value not in MODES:
         raise ValueError(f"expected one of {', '.join(MODES)}")
@@ -90,6 +101,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "mode": ("mode", _mode),
     "enabledLanguages": ("enabled_languages", _languages),
     "invokedItems": ("invoked_items", _positive_int),
+    "minConfidence": ("min_confidence", _probability),
 }
 assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
 

@@ -1,0 +1,74 @@
+"""engine.confidence: the evidence a final completion carries, the logistic estimate fitted on
+it, and the gate the server applies."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from engine.confidence import Calibration, SlotLogprobs, evidence, fit, passes
+from engine.drafts import InfillRequest
+from engine.infill import InfillEngine
+from engine.settings import EngineSettings
+
+
+def test_evidence_names_the_kind_of_position():
+    at_start = evidence([-0.1, -2.0], "return x", "def f(x):\n    ", cut=False)
+    assert at_start.at_line_start and not at_start.after_word and not at_start.multi_line
+    assert (at_start.min_logprob, at_start.mean_logprob, at_start.chars) == (-2.0, -1.05, 8)
+    after_word = evidence([], "(1)\n", "    value", cut=True)
+    assert after_word.after_word and after_word.multi_line and after_word.cut and after_word.min_logprob == 0.0
+
+
+def test_a_fit_ranks_likely_completions_above_unlikely_ones():
+    rng = random.Random(0)
+    rows = []
+    for _ in range(400):
+        logprob = rng.uniform(-4, 0)
+        found = evidence([logprob, logprob / 2], "x" * rng.randint(1, 20), "a = ", cut=False)
+        rows.append((found, rng.random() < 1 / (1 + 2.718 ** (-(3 * logprob + 4)))))
+    calibration = fit(rows)
+    sure, unsure = evidence([-0.05, -0.02], "xx", "a = ", False), evidence([-3.5, -1.7], "xx", "a = ", False)
+    assert calibration.estimate(sure) > 0.8 > 0.2 > calibration.estimate(unsure)
+    assert calibration.weights["mean_logprob"] > 0
+
+
+def test_a_calibration_is_saved_beside_the_checkpoint_and_loaded_back(tmp_path):
+    calibration = Calibration({"mean_logprob": 1.5, "log_chars": -0.25}, -0.5, "a test")
+    calibration.save(tmp_path)
+    assert Calibration.load(tmp_path) == calibration
+    assert Calibration.load(tmp_path / "missing") is None
+    (tmp_path / "confidence.json").write_text('{"weights": {"colour": 1}, "intercept": 0}')
+    assert Calibration.load(tmp_path) is None  # a feature it does not know: no estimate rather than a wrong one
+
+
+def test_the_gate_lets_through_what_has_no_estimate():
+    assert passes(None, 0.9) and passes(0.9, 0.9) and not passes(0.3, 0.5)
+
+
+def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():
+    log = SlotLogprobs(range(1, 4))
+    first = torch.zeros(5, 3)
+    first[1:4] = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    log.observe(first, torch.tensor([0, 0, 1, 2, 0]))
+    later = first.clone()
+    later[1] = torch.tensor([1e4, -1e4, -1e4])  # pinned: revealed earlier, keeps its first score
+    later[2] = torch.tensor([0.0, 5.0, 0.0])
+    log.observe(later, torch.tensor([0, 0, 1, 2, 0]))
+    scores = log.first(3)
+    assert abs(scores[0] - torch.log_softmax(torch.tensor([2.0, 0, 0]), 0)[0].item()) < 1e-6
+    assert abs(scores[1] - torch.log_softmax(torch.tensor([0, 5.0, 0]), 0)[1].item()) < 1e-6
+    assert abs(scores[2] - (-torch.log(torch.tensor(3.0)).item())) < 1e-6
+
+
+def test_the_engine_gives_its_final_draft_evidence_and_a_calibrated_estimate(tiny_loaded, tmp_path):
+    engine = InfillEngine(tiny_loaded, EngineSettings(mode="single-line"))
+    request = InfillRequest("def area(w, h):\n    return w", "\n", "python")
+    final = list(engine.complete(request))[-1]
+    assert final.confidence is None and final.evidence is not None  # no confidence.json: no estimate
+    assert final.evidence.after_word and final.evidence.chars == len(final.text)
+    assert final.evidence.min_logprob <= final.evidence.mean_logprob <= 0.0
+    engine.calibration = Calibration({"mean_logprob": 1.0}, 0.0)
+    final = list(engine.complete(request))[-1]
+    assert 0.0 < final.confidence <= 0.5  # sigmoid of a mean log-probability, which is at most 0

@@ -1,0 +1,38 @@
+"""engine.suggestion_cache: the same context again, or a shown suggestion typed along,
+answered without the model."""
+
+from __future__ import annotations
+
+from engine.drafts import InfillRequest
+from engine.suggestion_cache import Suggestion, SuggestionCache
+
+
+def test_the_same_context_gets_the_same_completion_whatever_its_confidence():
+    cache = SuggestionCache()
+    cache.store(InfillRequest("x = foo", "\n", "python"), Suggestion("(bar)", 0.1))
+    assert cache.lookup(InfillRequest("x = foo", "\n", "python"), 0.5) == Suggestion("(bar)", 0.1)
+    assert cache.lookup(InfillRequest("x = foo", "\n", "json"), 0.5) is None
+
+
+def test_typing_along_a_shown_suggestion_leaves_the_rest_of_it():
+    cache = SuggestionCache()
+    cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.8))
+    assert cache.lookup(InfillRequest("x = foo(b", "\n"), 0.5) == Suggestion("ar)", 0.8)
+    assert cache.lookup(InfillRequest("x = foo(c", "\n"), 0.5) is None  # typed something else
+    assert cache.lookup(InfillRequest("x = foo(bar)", "\n"), 0.5) is None  # typed all of it: nothing left
+    assert cache.lookup(InfillRequest("x = foo(b", ")\n"), 0.5) is None  # the text after the cursor changed
+
+
+def test_a_suggestion_that_was_not_shown_is_not_typed_along():
+    cache = SuggestionCache()
+    cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.2))
+    assert cache.lookup(InfillRequest("x = foo(", "\n"), 0.5) is None
+    assert cache.lookup(InfillRequest("x = foo(", "\n"), 0.1) == Suggestion("bar)", 0.2)
+
+
+def test_only_the_latest_contexts_are_kept():
+    cache = SuggestionCache(size=2)
+    for index in range(3):
+        cache.store(InfillRequest(f"v{index} = ", ""), Suggestion(str(index), None))
+    assert cache.lookup(InfillRequest("v0 = ", ""), 0.5) is None
+    assert cache.lookup(InfillRequest("v2 = ", ""), 0.5) == Suggestion("2", None)
