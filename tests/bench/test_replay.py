@@ -1,0 +1,62 @@
+"""bench.replay: held-out code typed through the real server, both models, and the accounting
+that must hold whatever the models write and however fast the machine is (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import replay
+from cli.main import main
+
+KEYS = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
+        "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model")
+
+
+def test_the_typist_pauses_at_word_ends_line_ends_and_after_indentation():
+    text = "def f(x):\n    return x\n"
+    assert [text[at] for at in range(len(text)) if replay.pauses(text, at)] == [" ", "(", ")", "\n", "r", " ", "\n"]
+    assert not replay.pauses(text, 0) and not replay.pauses(text, len(text))
+
+
+def test_a_suggestion_is_taken_whole_or_by_line_or_word_when_that_much_is_right():
+    assert replay.accepted_as("(x)", "(x):\n") == ("all", "(x)")
+    assert replay.accepted_as("return x\n    y = 1", "return x\n    z") == ("line", "return x\n")
+    assert replay.accepted_as(" total(x)", " total += 1") == ("word", " total")
+    assert replay.accepted_as("(y)", "(x)") == ("word", "(")  # a run of punctuation is a word
+    assert replay.accepted_as("[y]", "(x)") is None
+    assert replay.accepted_as("abc", "ab") is None
+
+
+def test_tuning_excerpts_come_from_other_files_than_the_reported_ones():
+    reported, tuning = replay.excerpts(4, 200), replay.excerpts(4, 200, tuning=True)
+    assert len(reported) == len(tuning) == 4
+    files = {piece.name.rsplit(":", 1)[0] for piece in reported}
+    assert files.isdisjoint(piece.name.rsplit(":", 1)[0] for piece in tuning)
+    assert all(piece.text and "\r" not in piece.text for piece in reported + tuning)
+
+
+def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json",
+                 "--model", str(model_dir)]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    assert list(result) == ["diffusion", "autoregressive", "files", "characters"]
+    [piece] = replay.excerpts(1, 120)
+    assert result["files"] == [piece.name] and result["characters"] == len(piece.text)
+    for family in ("diffusion", "autoregressive"):
+        model = result[family]
+        assert set(KEYS) <= set(model)
+        assert model["errors"] == 0
+        assert 0 < model["requests"] <= result["characters"]  # at most one request per position
+        assert model["accepted"] + model["accepted_word"] + model["accepted_line"] <= model["shown"]
+        assert model["shown"] + model["late"] <= model["requests"]
+        assert model["answered_without_model"] <= model["requests"] - model["late"]
+        rate = model["acceptance_rate"]
+        assert rate == (round(model["accepted"] / model["shown"], 3) if model["shown"] else None)
+        wrong = (model["shown"] - model["accepted"]) * 100 / result["characters"]
+        assert model["wrong_shown_per_100"] == round(wrong, 2)
+        assert model["chars_saved_per_100"] >= model["chars_saved_whole_per_100"] >= 0
+        assert model["cpu_ms_per_100"] > 0  # the server did the work, not this process
