@@ -249,6 +249,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "often the suggestions shown are right (bench.replay)")
     parser.add_argument("--files", type=int, help="--replay: excerpts typed (default 8, 2 with --quick)")
     parser.add_argument("--chars", type=int, help="--replay: characters per excerpt (default 600, 300 with --quick)")
+    parser.add_argument("--min-confidence", type=float, help="--replay: the server's minConfidence (default: its own)")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -56,6 +56,7 @@ from bench.lsp_latency import end_position, start_server
 from bench.metrics import percentile
 from bench.typing_burst import cpu_seconds
 from engine.training.corpus import Document, stdlib_files
+from lsp.settings import MIN_CONFIDENCE
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
 PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown
@@ -332,8 +333,9 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
         served = {"diffusion": model or embedded_model_copy(Path(scratch)), "autoregressive": baseline}
         for family, path in served.items():
             tally = asyncio.run(replay_model(path, pieces, settings, seed))
-            report[family] = {**summarize(tally, characters), "model": str(model or "embedded")
-                              if family == "diffusion" else str(path)}
+            report[family] = {**summarize(tally, characters),
+                              "min_confidence": settings.get("minConfidence", MIN_CONFIDENCE),
+                              "model": str(model or "embedded") if family == "diffusion" else str(path)}
     return {**report, "files": [piece.name for piece in pieces], "characters": characters}
 
 
@@ -351,7 +353,8 @@ def table(report: dict) -> str:
 
 def main(args) -> int:
     logging.getLogger("pygls").setLevel(logging.WARNING)  # the client would log every message on stderr
-    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed)
+    settings = {} if args.min_confidence is None else {"minConfidence": args.min_confidence}
+    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings)
     if args.json:
         print(json.dumps(report))
     else:
