@@ -351,8 +351,22 @@ def table(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bad_arguments(args) -> str | None:
+    if args.files is not None and args.files < 1:
+        return "--files must be at least 1"
+    if args.chars is not None and args.chars < 20:
+        return "--chars must be at least 20"
+    if args.min_confidence is not None and not 0 <= args.min_confidence <= 1:
+        return "--min-confidence must be from 0 to 1"
+    return None
+
+
 def main(args) -> int:
     logging.getLogger("pygls").setLevel(logging.WARNING)  # the client would log every message on stderr
+    problem = _bad_arguments(args)
+    if problem:
+        print(f"diffusion-infill: {problem}", file=sys.stderr)
+        return 2
     settings = {} if args.min_confidence is None else {"minConfidence": args.min_confidence}
     report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings)
     if args.json:

@@ -38,6 +38,13 @@ def test_tuning_excerpts_come_from_other_files_than_the_reported_ones():
     assert all(piece.text and "\r" not in piece.text for piece in reported + tuning)
 
 
+@pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"]])
+def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureFixture[str]):
+    assert main(["bench", "--replay", "--quick", *option]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("diffusion-infill: ") and "\n" not in error
+
+
 def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json",
                  "--model", str(model_dir)]) == 0
