@@ -5,9 +5,9 @@ excerpts (held-out files that the replay does not report), the engine completes 
 file's true text so far, in-process, with the server's default settings; a completion is
 accepted when the file's next characters begin with it. A logistic model of acceptance
 on the completion's evidence is fitted on those, and written to the checkpoint's
-`confidence.json` with `--write`. The default `minConfidence` is the threshold that
-maximises characters saved per wrong suggestion shown on the tuning excerpts (saved /
-(wrong + 1), so that showing nothing does not win). The same is then measured on the
+`confidence.json` with `--write`, together with the checkpoint's default `minConfidence`:
+the threshold that maximises characters saved per wrong suggestion shown on the tuning
+excerpts (saved / (wrong + 1), so that showing nothing does not win). The same is then measured on the
 reported excerpts, which the fit never saw: the precision/coverage curve, plotted with
 `--plot`.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -82,14 +82,15 @@ def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: b
     tuning_rows = observations(engine, tuning)
     calibration = fit([(row["evidence"], row["accepted"]) for row in tuning_rows],
                       fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)")
+    tuning_curve = curve(tuning_rows, calibration)
+    calibration = replace(calibration, threshold=best_threshold(tuning_curve))
     if write:
         calibration.save(path)
     reported_rows = observations(engine, reported)
-    tuning_curve = curve(tuning_rows, calibration)
     if rows is not None:
         rows.write_text(json.dumps({"tuning": tuning_rows, "reported": reported_rows}, default=asdict))
     return {"model": str(path), "calibration": asdict(calibration), "tuning": tuning_curve,
-            "best_threshold": best_threshold(tuning_curve), "reported": curve(reported_rows, calibration),
+            "reported": curve(reported_rows, calibration),
             "base_rate": {"tuning": _rate(tuning_rows), "reported": _rate(reported_rows)}}
 
 
@@ -109,7 +110,7 @@ def plot(report: dict, path: Path) -> None:
         axis.plot([p["coverage"] for p in points], [p["precision"] for p in points], "o-", color=colour,
                   label=f"{family} (reported excerpts)", markersize=3)
         for p in points:
-            if p["threshold"] in (0.0, report["min_confidence"]):
+            if p["threshold"] in (0.0, report[family]["calibration"]["threshold"]):
                 axis.annotate(f"{p['threshold']:g}", (p["coverage"], p["precision"]), fontsize=7,
                               xytext=(4, 4), textcoords="offset points")
     axis.axhline(0.5, color="grey", linewidth=0.5)
@@ -142,7 +143,6 @@ def main(argv: list[str] | None = None) -> None:
     report = {family: measure(path, tuning, reported, args.write,
                               args.rows and args.rows.with_name(f"{args.rows.stem}-{family}.json"))
               for family, path in (("diffusion", args.model), ("autoregressive", args.baseline))}
-    report["min_confidence"] = report["diffusion"]["best_threshold"]  # the default is chosen for the default model
     report["tuning_excerpts"] = [piece.name for piece in tuning]
     if args.plot:
         plot(report, args.plot)

@@ -55,8 +55,8 @@ from bench.cases import third_party_files
 from bench.lsp_latency import end_position, start_server
 from bench.metrics import percentile
 from bench.typing_burst import cpu_seconds
+from engine.confidence import Calibration
 from engine.training.corpus import Document, stdlib_files
-from lsp.settings import MIN_CONFIDENCE
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
 PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown
@@ -303,6 +303,12 @@ async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed:
     return tally
 
 
+def _calibrated_threshold(model: Path) -> float | None:
+    """The minConfidence the server uses by default for `model`; None: it has no calibration."""
+    calibration = Calibration.load(model)
+    return calibration.threshold if calibration else None
+
+
 def summarize(tally: Tally, characters: int) -> dict:
     counts, per_100 = tally.counts, 100 / max(characters, 1)
     latencies = tally.latencies_ms or [0.0]
@@ -334,7 +340,7 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
         for family, path in served.items():
             tally = asyncio.run(replay_model(path, pieces, settings, seed))
             report[family] = {**summarize(tally, characters),
-                              "min_confidence": settings.get("minConfidence", MIN_CONFIDENCE),
+                              "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
                               "model": str(model or "embedded") if family == "diffusion" else str(path)}
     return {**report, "files": [piece.name for piece in pieces], "characters": characters}
 

@@ -6,8 +6,8 @@ kept here (for the autoregressive baseline, each greedy token's probability). Wi
 completion's length and the kind of position it is asked at, a small logistic model turns
 that evidence into an estimate of being accepted. Its coefficients are fitted on tuning
 files that are not the reported ones (`python -m bench.calibrate`) and saved beside the
-checkpoint (`confidence.json`); a checkpoint without them gets no estimate, and the
-server then gates nothing.
+checkpoint (`confidence.json`) with the threshold chosen for it; a checkpoint without
+them gets no estimate, and the server then gates nothing.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Calibration:
 
     weights: dict[str, float]
     intercept: float
+    threshold: float = 0.0  # the minConfidence chosen with it: most typing saved per wrong suggestion shown
     fitted_on: str = ""  # what it was fitted on, for the record
 
     def estimate(self, found: Evidence) -> float:
@@ -83,7 +84,8 @@ class Calibration:
         path = Path(directory) / CALIBRATION_FILE
         try:
             data = json.loads(path.read_text())
-            calibration = cls(dict(data["weights"]), float(data["intercept"]), str(data.get("fitted_on", "")))
+            calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
+                              str(data.get("fitted_on", "")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return calibration if set(calibration.weights) <= set(features(evidence([], "", "", False))) else None
@@ -111,7 +113,7 @@ def fit(rows: list[tuple[Evidence, bool]], l2: float = 1e-2, steps: int = 2000, 
     weights = (w / std).detach()
     intercept = float(b.detach() - (weights * mean).sum())
     return Calibration({name: round(float(v), 5) for name, v in zip(names, weights, strict=True)},
-                       round(intercept, 5), fitted_on)
+                       round(intercept, 5), fitted_on=fitted_on)
 
 
 def passes(confidence: float | None, threshold: float) -> bool:

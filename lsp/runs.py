@@ -37,7 +37,7 @@ class RunKey:
     cursor: int  # offset of the cursor in the document
     selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
     samples: int
-    min_confidence: float = 0.0  # completions estimated below this are not offered
+    min_confidence: float | None = 0.0  # completions estimated below this are not offered; None: the model's own
 
 
 @dataclass
@@ -82,7 +82,7 @@ class Runs:
         done = self._done.get(key.uri)
         if done is not None and done[0] == key:
             return done[1]
-        kept = self.suggestions.lookup(request, key.min_confidence) if key.samples == 1 else None
+        kept = self.suggestions.lookup(request, self._threshold(key)) if key.samples == 1 else None
         if kept is not None:
             return self._from_cache(key, position, kept)
         run = self._live.get(key.uri)
@@ -122,11 +122,15 @@ class Runs:
         self._previous.clear()
         self.suggestions.clear()
 
+    def _threshold(self, key: RunKey) -> float:
+        """The request's threshold; read when it is applied, since the model may load in between."""
+        return self._worker.min_confidence if key.min_confidence is None else key.min_confidence
+
     def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
         """A final answer with no run and no denoising step (Draft.step 0)."""
         self.invalidate(key.uri)
         final = Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence)
-        offered = [final] if passes(final.confidence, key.min_confidence) else []
+        offered = [final] if passes(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
         self._publish(key, position, final if offered else replace(final, text=""))
         return offered
@@ -168,7 +172,7 @@ class Runs:
         """Records the result and notifies the converged text, so drafts end where the answer is;
         returns the completions offered (those the confidence threshold lets through)."""
         best = next((draft for draft in finals if draft.text), finals[0])
-        offered = [draft for draft in finals if passes(draft.confidence, run.key.min_confidence)]
+        offered = [draft for draft in finals if passes(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text:
             self._previous[run.key.uri] = (run.job.request, best.text)

@@ -161,7 +161,7 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
-    threshold = settings.min_confidence if trigger == "automatic" else 0.0
+    threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document))
     try:

@@ -11,7 +11,6 @@ from typing import Any
 from engine.settings import MODES, EngineSettings
 
 SECTION = "diffusionInfill"
-MIN_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,10 @@ class ServerSettings:
     enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all
     invoked_items: int = 3  # completions offered for cycling on an explicitly invoked request
     # Automatic requests offer a completion only when its estimated chance of being accepted
-    # (engine.confidence) is at least this; invoked ones offer every completion. Chosen to
-    # maximise characters saved per wrong suggestion shown on tuning files (bench.calibrate).
-    min_confidence: float = MIN_CONFIDENCE
+    # (engine.confidence) is at least this; invoked ones offer every completion. None: the
+    # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
+    # one that saves most typing per wrong suggestion shown); without one, everything.
+    min_confidence: float | None = None
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -70,7 +70,9 @@ def _optional_positive_float(value: Any) -> float | None:
     return float(value)
 
 
-def _probability(value: Any) -> float:
+def _optional_probability(value: Any) -> float | None:
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise ValueError("expected a number from 0 to 1")
     return float(value)
@@ -101,7 +103,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "mode": ("mode", _mode),
     "enabledLanguages": ("enabled_languages", _languages),
     "invokedItems": ("invoked_items", _positive_int),
-    "minConfidence": ("min_confidence", _probability),
+    "minConfidence": ("min_confidence", _optional_probability),
 }
 assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
 

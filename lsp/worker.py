@@ -70,6 +70,12 @@ class EngineWorker:
         self.completions = 0
         self.steps = 0
 
+    @property
+    def min_confidence(self) -> float:
+        """The threshold calibrated with the loaded checkpoint; 0 (everything) when it has none."""
+        calibration = getattr(self._engine, "calibration", None)
+        return calibration.threshold if calibration is not None else 0.0
+
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
         """Loads a model (after the jobs already queued); completions queued later wait for it."""
         self.state = State.LOADING

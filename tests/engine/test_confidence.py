@@ -35,7 +35,7 @@ def test_a_fit_ranks_likely_completions_above_unlikely_ones():
 
 
 def test_a_calibration_is_saved_beside_the_checkpoint_and_loaded_back(tmp_path):
-    calibration = Calibration({"mean_logprob": 1.5, "log_chars": -0.25}, -0.5, "a test")
+    calibration = Calibration({"mean_logprob": 1.5, "log_chars": -0.25}, -0.5, 0.3, "a test")
     calibration.save(tmp_path)
     assert Calibration.load(tmp_path) == calibration
     assert Calibration.load(tmp_path / "missing") is None

@@ -1,8 +1,8 @@
 """Confidence gating and answers without a model step, through the real server process.
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every
-completion at exactly 0.5, so what is offered depends on `minConfidence` alone and not on
-what the young model writes."""
+completion at exactly 0.5 and comes with the threshold 0.6, so what is offered depends on
+`minConfidence` alone and not on what the young model writes."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ CASES, SEED = 12, 11
 async def session(model_dir, tmp_path_factory):
     model = tmp_path_factory.mktemp("calibrated") / "model"
     shutil.copytree(model_dir, model)
-    Calibration({}, 0.0, "every completion: 0.5").save(model)
+    Calibration({}, 0.0, 0.6, "every completion: 0.5").save(model)
     client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
                             OPTIONS)
     yield client
@@ -69,8 +69,8 @@ async def test_the_same_context_again_is_answered_from_the_cache(session):
 
 async def test_under_min_confidence_automatic_requests_offer_nothing_and_invoked_ones_still_do(session):
     editor = Editor(session)
-    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], "minConfidence": 0.6}}))
+    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(  # null: the checkpoint's 0.6
+        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], "minConfidence": None}}))
     offered = 0
     for case in held_out_line_cases(CASES, seed=SEED + 1):
         uri = editor.open(case.prefix + case.suffix)
