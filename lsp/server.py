@@ -176,7 +176,9 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
 def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
     """Reads initializationOptions and starts loading the model; the reply does not wait for it."""
     options = params.initialization_options
-    section = section_of(options) or (options if isinstance(options, dict) else None)
+    section = section_of(options)
+    if section is None and isinstance(options, dict):  # the section itself; an empty one is still the section
+        section = options
     ls.base, problems = merge(ls.base, section)
     ls.settings = ls.base
     ls.load_model()
