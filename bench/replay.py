@@ -59,7 +59,7 @@ from engine.confidence import Calibration
 from engine.training.corpus import Document, stdlib_files
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
-PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown
+PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown (--pause-ms)
 REPLAY_SEED = 20261203  # which files are reported; tuning files (bench.calibrate) come from the rest
 TUNING_OFFSET = 100  # tuning files are the shuffled pool's files from this index on
 FULL_FILES, FULL_CHARS = 8, 600
@@ -272,7 +272,7 @@ async def _warm_up(client: LanguageClient) -> None:
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
 
 
-async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed: int) -> Tally:
+async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed: int, pause_ms: int) -> Tally:
     """Types every excerpt through one fresh server serving `model`."""
     client = LanguageClient("replay-bench", "1")
     finals: dict[tuple[str, int], dict] = {}
@@ -294,7 +294,7 @@ async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed:
             typist = Typist(client, finals, tally)
             before = cpu_seconds(process.pid)
             for piece in pieces:
-                await typist.type_excerpt(piece, (PAUSE_MS - DEBOUNCE_MS) / 1000)
+                await typist.type_excerpt(piece, (pause_ms - DEBOUNCE_MS) / 1000)
             tally.cpu_s = cpu_seconds(process.pid) - before
         finally:
             await client.shutdown_async(None)
@@ -327,7 +327,7 @@ def summarize(tally: Tally, characters: int) -> dict:
 
 
 def run(quick: bool, files: int | None, chars: int | None, model: Path | None, baseline: Path, seed: int,
-        settings: dict | None = None) -> dict:
+        settings: dict | None = None, pause_ms: int = PAUSE_MS) -> dict:
     """Both models on the same excerpts; `model` None: a copy of the embedded model."""
     from bench.lsp_latency import embedded_model_copy
 
@@ -338,8 +338,8 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
     with tempfile.TemporaryDirectory() as scratch:
         served = {"diffusion": model or embedded_model_copy(Path(scratch)), "autoregressive": baseline}
         for family, path in served.items():
-            tally = asyncio.run(replay_model(path, pieces, settings, seed))
-            report[family] = {**summarize(tally, characters),
+            tally = asyncio.run(replay_model(path, pieces, settings, seed, pause_ms))
+            report[family] = {**summarize(tally, characters), "pause_ms": pause_ms,
                               "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
                               "model": str(model or "embedded") if family == "diffusion" else str(path)}
     return {**report, "files": [piece.name for piece in pieces], "characters": characters}
@@ -364,6 +364,8 @@ def _bad_arguments(args) -> str | None:
         return "--chars must be at least 20"
     if args.min_confidence is not None and not 0 <= args.min_confidence <= 1:
         return "--min-confidence must be from 0 to 1"
+    if args.pause_ms <= DEBOUNCE_MS:
+        return f"--pause-ms must be more than the {DEBOUNCE_MS} ms debounce"
     return None
 
 
@@ -374,7 +376,7 @@ def main(args) -> int:
         print(f"diffusion-infill: {problem}", file=sys.stderr)
         return 2
     settings = {} if args.min_confidence is None else {"minConfidence": args.min_confidence}
-    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings)
+    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings, args.pause_ms)
     if args.json:
         print(json.dumps(report))
     else:

@@ -38,7 +38,8 @@ def test_tuning_excerpts_come_from_other_files_than_the_reported_ones():
     assert all(piece.text and "\r" not in piece.text for piece in reported + tuning)
 
 
-@pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"]])
+@pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"],
+                                    ["--pause-ms", "50"]])
 def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureFixture[str]):
     assert main(["bench", "--replay", "--quick", *option]) == 2
     error = capsys.readouterr().err.strip()
@@ -46,7 +47,7 @@ def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureF
 
 
 def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, capsys: pytest.CaptureFixture[str]):
-    assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json",
+    assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json", "--pause-ms", "2000",
                  "--model", str(model_dir)]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
