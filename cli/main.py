@@ -76,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
     train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                       help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
+    train.add_argument("--max-prefix", type=int, default=128, help="prefix tokens the model sees (training and "
+                       "inference; batches draw a quarter, half or all of it)")
+    train.add_argument("--ar-first-hours", type=float, default=0.0, help="diffusion: CPU hours of the encoder's "
+                       "autoregressive loss alone before the joint loss")
+    train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
+                       help="diffusion: gap slots after END out of the loss, or PAD targets")
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
     add_bench_arguments(bench)
     return parser
@@ -181,16 +189,20 @@ def _train(args: argparse.Namespace) -> int:
     import torch
 
     from engine.training.fim import FIM_ARCHITECTURE
+    from engine.training.objective import ObjectiveConfig
     from engine.training.train import FimTrainer, TrainConfig, Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)
     run_dir, export = TRAIN_DEFAULTS[args.objective]
+    p = args.max_prefix
+    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p,
+                  objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end))
     if args.objective == "fim":
-        config = TrainConfig(seed=args.seed, objective_kind="fim", architecture=FIM_ARCHITECTURE)
+        config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
         trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
     else:
-        config = TrainConfig(seed=args.seed, noise=args.noise)
+        config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours, **recipe)
         trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
     trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
     return 0
