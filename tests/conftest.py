@@ -119,3 +119,18 @@ def console_script() -> str:
     command = shutil.which("diffusion-infill", path=str(Path(sys.executable).parent))
     assert command, "the console script is installed with the project"
     return command
+
+
+BASELINE = Path(__file__).parent.parent / "bench" / "fim_model"
+
+
+@pytest.fixture(scope="session")
+def fim_server():
+    """`transformers serve` serving the autoregressive baseline (bench/fim_model): a real
+    OpenAI-compatible server for engine.remote, shared by the tests that need one."""
+    from openai_servers import TransformersServe
+
+    server = TransformersServe(BASELINE)
+    server.start()
+    yield server
+    server.stop()
