@@ -25,7 +25,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,21 +120,20 @@ class _Loop:
         self.thread.start()
 
     def stream(self, produce: Callable[[Callable[[Any], None]], Coroutine], cancelled: Callable[[], bool],
-               timeout: float, url: str) -> Iterator[Any]:
-        """Yields what `produce(emit)` emits; Cancelled when `cancelled()`, RemoteTimeout after `timeout`
-        seconds. Either way the coroutine is cancelled, which closes its HTTP request."""
+               deadline: float, late: str) -> Iterator[Any]:
+        """Yields what `produce(emit)` emits; Cancelled when `cancelled()`, RemoteTimeout(late) at `deadline`
+        (time.monotonic). Either way the coroutine is cancelled, which closes its HTTP request."""
         items: queue.Queue = queue.Queue()
         done = object()
         future = asyncio.run_coroutine_threadsafe(produce(items.put), self.loop)
         future.add_done_callback(lambda _: items.put(done))
-        deadline = time.monotonic() + timeout
         try:
             while True:
                 if cancelled():
                     raise Cancelled
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RemoteTimeout(f"{url} did not answer within {timeout:g} s")
+                    raise RemoteTimeout(late)
                 try:
                     item = items.get(timeout=min(_POLL_S, left))
                 except queue.Empty:
@@ -146,8 +145,12 @@ class _Loop:
         finally:
             future.cancel()
 
-    def close(self) -> None:
+    def close(self, client: openai.AsyncOpenAI) -> None:
+        """Closes `client`'s connections on this loop, then the loop."""
+        asyncio.run_coroutine_threadsafe(client.close(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
 
 
 class RemoteEngine:
@@ -163,7 +166,7 @@ class RemoteEngine:
                                           timeout=remote.invoked_timeout)
 
     def close(self) -> None:
-        self._loop.close()
+        self._loop.close(self._client)
 
     # -- finding out what the server can do
 
@@ -192,15 +195,15 @@ class RemoteEngine:
         except openai.APIStatusError as error:
             chat_refused = error
         try:
-            await self._client.completions.create(model=self.remote.model, prompt="x", max_tokens=1)
+            await _opened(lambda: self._client.completions.create(model=self.remote.model, prompt="x", max_tokens=1))
             return "fim"
         except openai.APIStatusError as error:
             raise RemoteError(f"{self.remote.url} accepts neither chat ({_status(chat_refused)}) nor plain "
                               f"completions ({_status(error)}) for {self.remote.model}") from None
 
     async def _chat_probe(self, extra: dict | None) -> None:
-        await self._client.chat.completions.create(model=self.remote.model, max_tokens=1, extra_body=extra,
-                                                   messages=[{"role": "user", "content": "1"}])
+        await _opened(lambda: self._client.chat.completions.create(
+            model=self.remote.model, max_tokens=1, extra_body=extra, messages=[{"role": "user", "content": "1"}]))
 
     # -- completions
 
@@ -226,11 +229,10 @@ class RemoteEngine:
     def _drafts(self, request: InfillRequest, settings: EngineSettings,
                 cancelled: Callable[[], bool]) -> Iterator[Draft]:
         timeout = self.remote.invoked_timeout if request.invoked else self.remote.timeout
-        started = time.monotonic()
+        deadline = time.monotonic() + timeout
         chosen = self.probe(timeout)
-        left = timeout - (time.monotonic() - started)
         raw, step, text = "", 0, ""
-        for piece in self._loop_stream(chosen, request, cancelled, left):
+        for piece in self._loop_stream(chosen, request, cancelled, deadline, timeout):
             raw, step = raw + piece, step + 1
             answer = self._answer(chosen, raw, request)
             text = settings.shape(answer, request.prefix)
@@ -251,22 +253,25 @@ class RemoteEngine:
         return answer_text(raw)
 
     def _loop_stream(self, chosen: str, request: InfillRequest, cancelled: Callable[[], bool],
-                     timeout: float) -> Iterator[str]:
+                     deadline: float, timeout: float) -> Iterator[str]:
         pieces = {"diffusion": self._diffusion, "chat": self._chat, "fim": self._fim}[chosen]
 
         async def produce(emit: Callable[[str], None]) -> None:
             async for piece in self._guarded(pieces(request)):
                 emit(piece)
 
-        return self._loop.stream(produce, cancelled, timeout, self.remote.url)
+        return self._loop.stream(produce, cancelled, deadline, self._late(timeout))
 
     def _wait(self, coroutine: Coroutine, timeout: float) -> Any:
         async def produce(emit: Callable[[Any], None]) -> None:
             emit(await self._guard(coroutine))
 
-        for result in self._loop.stream(produce, lambda: False, timeout, self.remote.url):
+        for result in self._loop.stream(produce, lambda: False, time.monotonic() + timeout, self._late(timeout)):
             return result
         raise RemoteError(f"{self.remote.url}: no answer")
+
+    def _late(self, timeout: float) -> str:
+        return f"{self.remote.url} did not answer within {timeout:g} s"
 
     async def _guard(self, coroutine: Coroutine) -> Any:
         try:
@@ -295,9 +300,9 @@ class RemoteEngine:
 
     async def _chat(self, request: InfillRequest, max_tokens: int | None = None,
                     extra: dict | None = None) -> AsyncIterator[str]:
-        stream = await self._client.chat.completions.create(
+        stream = await _opened(lambda: self._client.chat.completions.create(
             model=self.remote.model, messages=[{"role": "user", "content": instruction(request)}],
-            max_tokens=max_tokens or self.remote.max_tokens + FENCE_TOKENS, stream=True, extra_body=extra)
+            max_tokens=max_tokens or self.remote.max_tokens + FENCE_TOKENS, stream=True, extra_body=extra))
         async with stream:
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].delta.content:
@@ -306,9 +311,9 @@ class RemoteEngine:
     async def _fim(self, request: InfillRequest) -> AsyncIterator[str]:
         before, after, middle = self.remote.fim_tokens
         prompt = f"{before}{request.prefix[-CONTEXT_CHARS:]}{after}{request.suffix[:CONTEXT_CHARS]}{middle}"
-        stream = await self._client.completions.create(
+        stream = await _opened(lambda: self._client.completions.create(
             model=self.remote.model, prompt=prompt, max_tokens=self.remote.max_tokens, temperature=0.0,
-            stop=list(self.remote.fim_stop) or None, stream=True)
+            stop=list(self.remote.fim_stop) or None, stream=True))
         async with stream:
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].text:
@@ -326,12 +331,24 @@ class RemoteEngine:
         """vLLM's /tokenize, without special tokens: the ids the served model reads `text` as."""
         if not text:
             return []
-        reply = await self._client.post(f"{_server_root(self.remote.url)}/tokenize", cast_to=object,
-                                        body={"model": self.remote.model, "prompt": text, "add_special_tokens": False})
+        reply = await _opened(lambda: self._client.post(
+            f"{_server_root(self.remote.url)}/tokenize", cast_to=object,
+            body={"model": self.remote.model, "prompt": text, "add_special_tokens": False}))
         tokens = reply["tokens"]
         if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
             raise ValueError(f"/tokenize sent {tokens!r}")
         return tokens
+
+
+async def _opened(request: Callable[[], Awaitable[Any]]) -> Any:
+    """`request()`, sent once more when the connection failed: a kept-alive connection may have been
+    closed by the server since (transformers serve closes it after answering 500)."""
+    try:
+        return await request()
+    except openai.APIConnectionError as error:
+        if isinstance(error, openai.APITimeoutError):
+            raise
+        return await request()
 
 
 def _status(error: openai.APIStatusError) -> str:

@@ -4,7 +4,9 @@ answers (what a hung server looks like from the client: timeouts and cancellatio
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
@@ -26,11 +28,26 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+CHAT_TEMPLATE = (  # the same minimal template as tests/engine/test_instruct.py
+    "{% for message in messages %}<bos>{{ message['role'] }}\n{{ message['content'] }}<eos>{% endfor %}"
+    "{% if add_generation_prompt %}<bos>model\n{% endif %}"
+)
+
+
+def with_chat_template(checkpoint: Path, target: Path) -> Path:
+    """A copy of `checkpoint` whose tokenizer has a chat template, so the server takes chat requests."""
+    shutil.copytree(checkpoint, target)
+    config = json.loads((target / "tokenizer_config.json").read_text())
+    (target / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
+    return target
+
+
 @dataclass
 class TransformersServe:
-    """`transformers serve MODEL` on a free localhost port, the model loaded before requests come."""
+    """`transformers serve` on a free localhost port; it loads each model a request names (a local
+    path), and `start` loads `models` before returning."""
 
-    model: Path
+    models: list[Path]
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
 
@@ -41,11 +58,19 @@ class TransformersServe:
     def start(self) -> None:
         command = shutil.which("transformers", path=str(Path(sys.executable).parent))
         assert command, "transformers[serving] is installed with the dev extras"
-        environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
+        environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
         self.process = subprocess.Popen(
-            [command, "serve", str(self.model), "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
+            [command, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
             env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self._wait_healthy()
+        for model in self.models:
+            self._post("/v1/completions", {"model": str(model), "prompt": "x", "max_tokens": 1})
+
+    def _post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=START_TIMEOUT_S) as response:
+            return json.load(response)
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -69,21 +94,30 @@ class TransformersServe:
                 self.process.wait()
 
 
+@dataclass(frozen=True)
+class Request:
+    """One request that reached the silent server, on its own connection."""
+
+    closed_by_client: threading.Event = field(default_factory=threading.Event)
+
+
 class SilentServer:
-    """Accepts connections and reads what is sent, never answers; records each request's
-    arrival and whether the client closed the connection."""
+    """Accepts connections and reads what is sent, never answers; each request head that arrives
+    is put on `requests`, and its `closed_by_client` is set when the client hangs up."""
 
     def __init__(self):
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.port = self.socket.getsockname()[1]
-        self.received = threading.Event()  # a request head arrived
-        self.closed_by_client = threading.Event()  # a connection that had sent a request was closed
+        self.requests: queue.Queue[Request] = queue.Queue()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def next_request(self, timeout: float) -> Request:
+        return self.requests.get(timeout=timeout)
 
     def _serve(self) -> None:
         while True:
@@ -94,14 +128,15 @@ class SilentServer:
             threading.Thread(target=self._read, args=(connection,), daemon=True).start()
 
     def _read(self, connection: socket.socket) -> None:
+        request, data = None, b""
         with connection:
-            data = b""
             while chunk := connection.recv(65536):
                 data += chunk
-                if b"\r\n\r\n" in data:
-                    self.received.set()
-            if data:
-                self.closed_by_client.set()
+                if request is None and b"\r\n\r\n" in data:
+                    request = Request()
+                    self.requests.put(request)
+        if request is not None:
+            request.closed_by_client.set()
 
     def close(self) -> None:
         self.socket.close()
