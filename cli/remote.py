@@ -4,6 +4,7 @@ complete, fix and serve."""
 from __future__ import annotations
 
 import argparse
+import logging
 
 from engine.remote import FORMATS, RemoteEngine, RemoteSettings
 from engine.settings import EngineSettings
@@ -40,6 +41,9 @@ def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
                                  "(the served model's name)")
     if args.timeout <= 0 or args.invoked_timeout <= 0:
         raise RemoteOptionsError("--timeout and --invoked-timeout must be positive")
+    if not args.verbose:  # the HTTP client logs every request at INFO: one line per keystroke
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     return RemoteSettings(args.url, args.model, args.prompt_format, timeout=args.timeout,
                           invoked_timeout=args.invoked_timeout)
 
