@@ -1,12 +1,14 @@
 """The server with `--engine openai`: completions from a real `transformers serve`, a URL with
 nothing listening (answered empty, told once), a server that never answers (timeouts, and a
-stale run's HTTP request closed), the settings that choose the engine."""
+stale run's HTTP request closed), code actions through the same server, the settings that
+choose the engine."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from action_client import REGENERATE, action_capabilities, code_actions, span
 from lsp_client import Editor, apply, capabilities, serve_command, start, stop
 from lsprotocol import types
 from openai_servers import SilentServer, free_port
@@ -28,7 +30,7 @@ def remote_command(url: str, model: str, telemetry, *extra: str) -> list[str]:
 async def test_completions_come_from_the_server(openai_server, tmp_path):
     command = remote_command(openai_server.url, openai_server.fim_model, tmp_path / "t.json",
                              "--timeout", PATIENT, "--invoked-timeout", PATIENT)
-    client, _ = await start(command, capabilities(["utf-16"]))
+    client, _ = await start(command, action_capabilities(resolve=False, disabled=True))
     try:
         editor = Editor(client)
         uri = editor.open(TEXT)
@@ -40,6 +42,10 @@ async def test_completions_come_from_the_server(openai_server, tmp_path):
         assert expected and [apply(TEXT, item) for item in result] == [PREFIX + expected + "\n"]
         finals = [d for d in client.drafts.of(uri, 1) if d.final]
         assert finals and finals[-1].text == expected
+        [regenerate] = await code_actions(editor, uri, span(TEXT, "path = os."))  # code actions: the same engine
+        assert regenerate.title == REGENERATE
+        reason = regenerate.disabled.reason if regenerate.disabled else ""
+        assert "cannot regenerate" not in reason and "failed" not in reason  # the server answered
         assert not client.messages
     finally:
         await stop(client)
