@@ -160,6 +160,8 @@ class RemoteEngine:
         self.remote = remote
         self.settings = settings or EngineSettings()
         self.format: str | None = None if remote.prompt_format == "auto" else remote.prompt_format
+        if self.format is not None:
+            log.info("%s at %s: using the %s prompt format, as configured", remote.model, remote.url, self.format)
         self._rng = random.Random(seed)
         self._loop = _Loop()
         self._client = openai.AsyncOpenAI(base_url=remote.url, api_key=api_key(), max_retries=0,
