@@ -40,6 +40,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "name": case.name,
         "kind": getattr(case, "kind", "line"),
         "text": draft.text,
+        "expected": case.expected,
         "exact": draft.text.strip() == case.expected.strip(),
         "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
         "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
@@ -64,6 +65,10 @@ def aggregate(rows: list[dict]) -> dict:
         "duplicated_closer_rate": sum(r["duplicated_closer"] for r in rows) / len(rows),
         "forward_passes_mean": statistics.fmean(r["forward_passes"] for r in rows),
         "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in rows),
+        # length: small diffusion models end insertions early; these show it beside the truth
+        "insertion_chars_mean": statistics.fmean(len(r["text"].strip()) for r in rows),
+        "expected_chars_mean": statistics.fmean(len(r["expected"].strip()) for r in rows),
+        "empty_rate": sum(not r["text"].strip() for r in rows) / len(rows),
         "prefill_ms_median": statistics.median(r["prefill_ms"] for r in rows),
         "first_draft_ms_p50": percentile([r["first_draft_ms"] for r in rows], 0.5),
         "latency_ms_p50": percentile(totals, 0.5),

@@ -49,7 +49,7 @@ def run(engine, location: Location, as_json: bool) -> int:
     text = location.path.read_text(encoding="utf-8")
     prefix, suffix = location.split(text)
     language = closure.language_for_path(str(location.path))
-    request = InfillRequest(prefix, suffix, language)
+    request = InfillRequest(prefix, suffix, language, invoked=True)
     live = sys.stdout.isatty() and not as_json
     line_start = prefix.rsplit("\n", 1)[-1]
     if live:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bench.compare import add_arguments as add_bench_arguments
+from cli import remote
 from engine.settings import MODES, EngineSettings
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     _engine_options(complete)
     _model_options(complete)
+    remote.add_options(complete)
 
     serve = commands.add_parser("serve", help="run the language server on stdio (or --tcp)")
     serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
@@ -48,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     _engine_options(serve)
     serve.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
     _model_options(serve)
+    remote.add_options(serve)
 
     fix = commands.add_parser("fix", help="fix a JSON or Markdown file (or a range of it); prints the result")
     fix.add_argument("path", type=Path, help="the file")
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("--write", action="store_true", help="write the fixed text back to the file")
     fix.add_argument("--no-model", action="store_true", help="deterministic repairs only (no diffusion candidates)")
     _model_options(fix)
+    remote.add_options(fix)
 
     train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
     train.add_argument("--objective", choices=tuple(TRAIN_DEFAULTS), default="diffusion",
@@ -76,6 +80,14 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
     train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                       help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
+    train.add_argument("--max-prefix", type=int, default=128, help="prefix tokens the model sees (training and "
+                       "inference; batches draw a quarter, half or all of it)")
+    train.add_argument("--ar-first-hours", type=float, default=0.0, help="diffusion: CPU hours of the encoder's "
+                       "autoregressive loss alone before the joint loss")
+    train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
+                       help="diffusion: gap slots after END out of the loss, or PAD targets")
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
     add_bench_arguments(bench)
     return parser
@@ -98,17 +110,21 @@ def _complete(args: argparse.Namespace) -> int:
     from cli.complete import Location, LocationError, run
     from engine.factory import create_engine
     from engine.loading import ModelLoadError, load
+    from engine.remote import RemoteError
 
     torch.manual_seed(args.seed)
+    settings = EngineSettings(mode=args.mode).with_overrides(
+        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
     try:
         location = Location.parse(args.location)
         location.split(location.path.read_text(encoding="utf-8"))
+        server = remote.remote_settings(args)
+        if server is not None:
+            return run(remote.connect(server, settings, args.seed), location, args.json)
         loaded = load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
-    except (LocationError, OSError, ModelLoadError) as error:
+    except (LocationError, OSError, ModelLoadError, remote.RemoteOptionsError, RemoteError) as error:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
-    settings = EngineSettings(mode=args.mode).with_overrides(
-        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
     return run(create_engine(loaded, settings), location, args.json)
 
 
@@ -118,19 +134,24 @@ def _fix(args: argparse.Namespace) -> int:
     from cli.fix import RangeError, Selection, run
     from engine.fixes import Fixer
     from engine.loading import ModelLoadError, load
+    from engine.remote import RemoteError, RemoteRepairer
     from engine.repair import DiffusionRepairer, RepairSettings
 
     torch.manual_seed(args.seed)
     try:
         text = args.path.read_text(encoding="utf-8")
         selection = Selection.parse(args.range, text)
-        loaded = None if args.no_model else load(args.model, args.device, args.dtype,
-                                                 trust_remote_code=args.trust_remote_code)
-    except (RangeError, OSError, ModelLoadError) as error:
+        server = None if args.no_model else remote.remote_settings(args)
+        connected = None if server is None else remote.connect(server, EngineSettings(), args.seed)
+        loaded = None if args.no_model or connected else load(args.model, args.device, args.dtype,
+                                                              trust_remote_code=args.trust_remote_code)
+    except (RangeError, OSError, ModelLoadError, remote.RemoteOptionsError, RemoteError) as error:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
     canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
+    if connected is not None:
+        repairer = RemoteRepairer(connected)
     try:
         unavailable = "--no-model was given" if loaded is None else \
             f"{loaded.source} was not trained on the infill canvas"
@@ -159,6 +180,7 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("pygls.server").setLevel(logging.INFO)
     try:
         address = _tcp_address(args.tcp) if args.tcp else None
+        remote.remote_settings(args)  # checked here; the server connects itself
     except ValueError as error:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
@@ -168,7 +190,9 @@ def _serve(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // 2))
     settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
                               max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
-                              entropy_bound=args.entropy_bound)
+                              entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
+                              prompt_format=args.prompt_format, timeout=args.timeout,
+                              invoked_timeout=args.invoked_timeout)
     server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code))
     if address is None:
         server.start_io()
@@ -181,16 +205,20 @@ def _train(args: argparse.Namespace) -> int:
     import torch
 
     from engine.training.fim import FIM_ARCHITECTURE
+    from engine.training.objective import ObjectiveConfig
     from engine.training.train import FimTrainer, TrainConfig, Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)
     run_dir, export = TRAIN_DEFAULTS[args.objective]
+    p = args.max_prefix
+    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p,
+                  objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end))
     if args.objective == "fim":
-        config = TrainConfig(seed=args.seed, objective_kind="fim", architecture=FIM_ARCHITECTURE)
+        config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
         trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
     else:
-        config = TrainConfig(seed=args.seed, noise=args.noise)
+        config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours, **recipe)
         trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
     trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
     return 0

@@ -12,6 +12,7 @@ class InfillRequest:
     prefix: str  # document text before the cursor
     suffix: str  # document text after the cursor
     language: str | None = None  # closure-check grammar ("python", "json", ...), None: brackets only
+    invoked: bool = False  # asked for explicitly, not as-you-type: a remote engine waits longer
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,12 @@ class DraftStreamer(BaseStreamer):
         pass
 
 
+def instruction(request: InfillRequest) -> str:
+    """The chat message that asks for the missing text at the cursor (here and on a remote server)."""
+    return INSTRUCTION.format(cursor=CURSOR, language=request.language or "text",
+                              prefix=request.prefix[-CONTEXT_CHARS:], suffix=request.suffix[:CONTEXT_CHARS])
+
+
 def answer_text(raw: str) -> str:
     """The insertion in a chat answer: code fences and surrounding blank lines removed."""
     match = FENCE.match(raw.strip("\n"))
@@ -63,9 +69,8 @@ class InstructEngine:
         self.settings = settings or EngineSettings()
 
     def prompt_ids(self, request: InfillRequest) -> torch.Tensor:
-        content = INSTRUCTION.format(cursor=CURSOR, language=request.language or "text",
-                                     prefix=request.prefix[-CONTEXT_CHARS:], suffix=request.suffix[:CONTEXT_CHARS])
-        ids = self.loaded.tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=True,
+        ids = self.loaded.tokenizer.apply_chat_template([{"role": "user", "content": instruction(request)}],
+                                                        tokenize=True,
                                                         add_generation_prompt=True, return_dict=True)["input_ids"]
         return torch.tensor([ids], device=self.loaded.device)
 

@@ -25,6 +25,7 @@ from pygls.lsp.server import LanguageServer
 
 from engine import closure
 from engine.drafts import Draft, InfillRequest
+from engine.remote import RemoteError
 from lsp import actions, diagnostics
 from lsp.documents import Document, Documents, UnknownDocument
 from lsp.framing import Frames
@@ -66,6 +67,7 @@ class InfillServer(LanguageServer):
         self.telemetry = Telemetry(options.telemetry)
         self.loading: Future[LoadOutcome] | None = None
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
+        self.unreachable = False  # the remote engine's server failed and the user was told; until it answers
         self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
 
     @property
@@ -89,11 +91,22 @@ class InfillServer(LanguageServer):
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffusion-infill: {message}"))
 
+    def server_failed(self, message: str) -> None:
+        """The remote engine's server failed: told once, not at every keystroke, until it answers again."""
+        if not self.unreachable:
+            self.unreachable = True
+            self.tell(types.MessageType.Error, f"{message}; inline completion is off until the server answers")
+
     def load_model(self) -> None:
-        settings = self.settings
+        settings, remote = self.settings, self.settings.remote_settings()
         self.runs.clear()
         self.fixes.clear()
-        self.loading = self.worker.load(settings.model, settings.device, settings.dtype, settings.engine_settings())
+        self.unreachable = False
+        if remote is not None:
+            self.loading = self.worker.connect(remote, settings.engine_settings())
+        else:
+            self.loading = self.worker.load(settings.model, settings.device, settings.dtype,
+                                            settings.engine_settings())
 
     def apply(self, settings: ServerSettings) -> None:
         """Switches to new settings: loads the model again only when model, device or dtype changed."""
@@ -163,11 +176,16 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold)
-    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document))
+    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
+                            invoked=trigger == "invoked")
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
         raise actions.RequestFailed(f"completion failed: {error}") from None
+    except RemoteError as error:  # the server keeps serving; the user hears of it once
+        ls.server_failed(str(error))
+        return []
+    ls.unreachable = ls.unreachable and not finals  # answered (superseded runs answer nothing)
     result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
     ls.telemetry.offered(trigger, len(result))
     return result
@@ -213,6 +231,8 @@ async def report_loading(ls: InfillServer) -> None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{name}: {done}"))
     if outcome.error is not None:
         ls.tell(types.MessageType.Error, f"could not load the model, inline completion is off: {outcome.error}")
+    elif outcome.unreachable is not None and ls.loading is loading:
+        ls.server_failed(outcome.unreachable)
     elif ls.loading is loading:
         log.info("model ready: %s", outcome.source)
 

@@ -8,9 +8,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from engine.remote import FORMATS, RemoteSettings
 from engine.settings import MODES, EngineSettings
 
 SECTION = "diffusionInfill"
+ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote)
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,11 @@ class ServerSettings:
     mode: str = "auto"  # "single-line", "multi-line", or "auto" (multi-line on an empty line)
     enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all
     invoked_items: int = 3  # completions offered for cycling on an explicitly invoked request
+    engine: str = "local"  # "local" (the checkpoint in `model`) or "openai" (`model` served at `url`)
+    url: str | None = None  # with engine "openai": the server's base URL, e.g. http://gpu-box:8000/v1
+    prompt_format: str = "auto"  # with engine "openai": "auto" (probed), "diffusion", "chat" or "fim"
+    timeout: float = 0.8  # with engine "openai": seconds an as-you-type completion may take
+    invoked_timeout: float = 10.0  # with engine "openai": seconds for invoked completions and code actions
     # Automatic requests offer a completion only when its estimated chance of being accepted
     # (engine.confidence) is at least this; invoked ones offer every completion. None: the
     # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
@@ -34,9 +41,16 @@ class ServerSettings:
         return EngineSettings(mode=self.mode).with_overrides(
             max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound)
 
-    def model_key(self) -> tuple[str | None, str, str]:
-        """What loading depends on: a change here means loading the model again."""
-        return self.model, self.device, self.dtype
+    def model_key(self) -> tuple:
+        """What loading depends on: a change here means loading the model (or connecting) again."""
+        return self.model, self.device, self.dtype, self.remote_settings()
+
+    def remote_settings(self) -> RemoteSettings | None:
+        """The server to ask, with engine "openai"; None: the in-process engine."""
+        if self.engine != "openai":
+            return None
+        return RemoteSettings(self.url or "", self.model or "", self.prompt_format, timeout=self.timeout,
+                              invoked_timeout=self.invoked_timeout)
 
     def enabled_for(self, language_id: str) -> bool:
         return self.enabled_languages is None or language_id in self.enabled_languages
@@ -62,9 +76,7 @@ def _optional_positive_int(value: Any) -> int | None:
     return None if value is None else _positive_int(value)
 
 
-def _optional_positive_float(value: Any) -> float | None:
-    if value is None:
-        return None
+def _positive_float(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ValueError("expected a positive number")
     return float(value)
@@ -78,10 +90,18 @@ def _optional_probability(value: Any) -> float | None:
     return float(value)
 
 
-def _mode(value: Any) -> str:
-    if value not in MODES:
-        raise ValueError(f"expected one of {', '.join(MODES)}")
-    return value
+
+def _optional_positive_float(value: Any) -> float | None:
+    return None if value is None else _positive_float(value)
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return check
 
 
 def _languages(value: Any) -> tuple[str, ...] | None:
@@ -100,10 +120,15 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "maxGapTokens": ("max_gap_tokens", _optional_positive_int),
     "maxSteps": ("max_steps", _optional_positive_int),
     "entropyBound": ("entropy_bound", _optional_positive_float),
-    "mode": ("mode", _mode),
+    "mode": ("mode", _one_of(MODES)),
     "enabledLanguages": ("enabled_languages", _languages),
     "invokedItems": ("invoked_items", _positive_int),
     "minConfidence": ("min_confidence", _optional_probability),
+    "engine": ("engine", _one_of(ENGINES)),
+    "url": ("url", _optional_text),
+    "promptFormat": ("prompt_format", _one_of(FORMATS)),
+    "timeout": ("timeout", _positive_float),
+    "invokedTimeout": ("invoked_timeout", _positive_float),
 }
 assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
 

@@ -22,6 +22,7 @@ from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine, load_any
 from engine.fixes import Fixer
 from engine.loading import LoadedModel, ModelLoadError
+from engine.remote import RemoteEngine, RemoteError, RemoteRepairer, RemoteSettings
 from engine.repair import DiffusionRepairer
 from engine.settings import EngineSettings
 
@@ -54,6 +55,7 @@ class Job:
 class LoadOutcome:
     source: str  # what was asked for, or what was loaded
     error: str | None = None  # why it could not be loaded; None: loaded
+    unreachable: str | None = None  # a remote engine's server did not answer the probe (asked again later)
 
 
 class EngineWorker:
@@ -81,12 +83,18 @@ class EngineWorker:
         self.state = State.LOADING
         return self._executor.submit(self._load, model, device, dtype, settings)
 
+    def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
+        """Switches to a server's model (engine.remote) and probes what it supports; as `load` otherwise."""
+        self.state = State.LOADING
+        return self._executor.submit(self._connect, remote, settings)
+
     def configure(self, settings: EngineSettings) -> Future[None]:
         """New engine settings for the loaded model, from the next job on."""
         return self._executor.submit(self._configure, settings)
 
     def complete(self, job: Job) -> Future[list[Draft] | None]:
-        """The final draft of each sample, or None when cancelled or no model is loaded."""
+        """The final draft of each sample, or None when cancelled or no model is loaded; RemoteError
+        when a remote engine's server fails."""
         return self._executor.submit(self._complete, job)
 
     def fix(self, action: Callable[[Fixer], T]) -> Future[T]:
@@ -96,8 +104,30 @@ class EngineWorker:
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
+    def _drop_engine(self) -> None:
+        if isinstance(self._engine, RemoteEngine):
+            self._engine.close()
         self._loaded = self._engine = None
+
+    def _connect(self, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
+        self._drop_engine()
+        self._settings = settings
+        source = f"{remote.model} at {remote.url}"
+        if not remote.url or not remote.model:
+            self.state = State.FAILED
+            self._fixer = Fixer(None, "no server is configured")
+            return LoadOutcome(source, "the openai engine needs a server URL and a model name")
+        self._engine = RemoteEngine(remote, settings)
+        self._fixer = Fixer(RemoteRepairer(self._engine))
+        self.state = State.READY
+        try:
+            self._engine.probe()
+        except RemoteError as error:  # the server may come up later: each completion probes again until it does
+            return LoadOutcome(source, unreachable=str(error))
+        return LoadOutcome(source)
+
+    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
+        self._drop_engine()
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
         try:
@@ -117,7 +147,9 @@ class EngineWorker:
 
     def _configure(self, settings: EngineSettings) -> None:
         self._settings = settings
-        if self._loaded is not None:
+        if isinstance(self._engine, RemoteEngine):
+            self._engine.settings = settings
+        elif self._loaded is not None:
             self._engine = create_engine(self._loaded, settings)
 
     def _complete(self, job: Job) -> list[Draft] | None:
@@ -146,13 +178,16 @@ class EngineWorker:
         start_text = job.start_text if first else None
         try:
             return self._run(job, first, start_text)
+        except RemoteError:
+            raise  # the server's failure, not the engine's: nothing to reset, the server tells the user
         except Exception as error:
             # Not retried: a retry doubles the wait for a failure that is usually deterministic
             # (out of memory, a checkpoint that yields NaN) and hides engine bugs that only the
             # first call hits. The engine keeps state between calls (the prefix KV cache), so the
             # next request gets a fresh one from the same weights.
             log.error("completion failed: %s: %s", type(error).__name__, error, exc_info=True)
-            self._engine = create_engine(self._loaded, self._settings)
+            if self._loaded is not None:
+                self._engine = create_engine(self._loaded, self._settings)
             message = f"{type(error).__name__}: {error}"
         # Raised outside the except block, so the traceback (and on a GPU the tensors its frames
         # hold after an out-of-memory error) is released before the next job runs.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -119,3 +120,26 @@ def console_script() -> str:
     command = shutil.which("diffusion-infill", path=str(Path(sys.executable).parent))
     assert command, "the console script is installed with the project"
     return command
+
+
+BASELINE = Path(__file__).parent.parent / "bench" / "fim_model"
+
+
+@dataclass(frozen=True)
+class OpenAIServer:
+    url: str  # base URL, ending in /v1
+    fim_model: str  # the autoregressive baseline: plain completions only (its tokenizer has no chat template)
+    chat_model: str  # the same weights with a chat template: chat completions too
+
+
+@pytest.fixture(scope="session")
+def openai_server(tmp_path_factory):
+    """`transformers serve` serving the autoregressive baseline (bench/fim_model), plain and with a
+    chat template: a real OpenAI-compatible server for engine.remote, one per test session."""
+    from openai_servers import TransformersServe, with_chat_template
+
+    chat = with_chat_template(BASELINE, tmp_path_factory.mktemp("served") / "fim_chat")
+    server = TransformersServe([BASELINE, chat])
+    server.start()
+    yield OpenAIServer(server.url, str(BASELINE), str(chat))
+    server.stop()

@@ -38,6 +38,9 @@ class ObjectiveConfig:
     empty_fraction: float = 0.02  # single-gap canvases whose insertion is empty
     self_conditioning: float = 0.5  # batches that first denoise once and condition on it
     ar_weight: float = 1.0  # autoregressive loss on the encoder output
+    # Gap slots after END: "ignore" leaves them out of the loss; "pad" makes them PAD targets,
+    # noised like the insertion, so every slot learns whether the insertion reaches it.
+    after_end: str = "ignore"
     kind_weights: tuple[tuple[str, float], ...] = (("python", 0.7), ("json", 0.15), ("markdown", 0.15))
 
     @property
@@ -96,8 +99,13 @@ class BatchMaker:
         inserted = tokens[start : start + length].tolist()
         head = tokens[start + length : start + length + c.suffix_head].tolist()
         layout = canvas_layout.build([c.gap_slots, head], self.ids.mask)
-        target = inserted + [self.ids.end] + [IGNORE] * (c.gap_slots - length - 1)
+        target = inserted + [self.ids.end] + [self.after_end] * (c.gap_slots - length - 1)
         return layout, target + [IGNORE] * len(head)
+
+    @property
+    def after_end(self) -> int:
+        """The target of a gap slot after its END."""
+        return self.ids.pad if self.config.after_end == "pad" else IGNORE
 
     def _multi_gap(self, tokens: np.ndarray, start: int) -> tuple[list, list]:
         c, rng, ids = self.config, self.rng, self.ids
@@ -111,7 +119,7 @@ class BatchMaker:
                 if used + slots > length:
                     break
                 segments.append(slots)
-                targets += tokens[position : position + span].tolist() + [ids.end] + [IGNORE] * extra
+                targets += tokens[position : position + span].tolist() + [ids.end] + [self.after_end] * extra
                 position, used, gaps = position + span, used + slots, gaps + 1
             else:
                 count = min(int(rng.integers(1, 7)), length - used)
@@ -175,14 +183,26 @@ def softcapped_logits(model, hidden: torch.Tensor) -> torch.Tensor:
     return torch.tanh(model.lm_head(hidden).float() / cap) * cap
 
 
+def _encode(model, prefix: torch.LongTensor):
+    """The prefix through the encoder: its KV cache and the autoregressive loss on it."""
+    vocab = model.config.text_config.vocab_size
+    cache = DynamicCache(config=model.config.text_config)
+    encoded = model.model.encoder(input_ids=prefix, cache=cache)
+    ar_logits = softcapped_logits(model, encoded.last_hidden_state[:, :-1])
+    return encoded.cache, F.cross_entropy(ar_logits.reshape(-1, vocab), prefix[:, 1:].reshape(-1))
+
+
+def ar_only_loss(model, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+    """The autoregressive objective alone (no canvas): a cheap step that trains the layers the
+    decoder shares with the encoder (an autoregressive-first phase)."""
+    _, ar_loss = _encode(model, batch.prefix)
+    return ar_loss, {"ar": ar_loss.item()}
+
+
 def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: str,
          generator: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
     vocab = model.config.text_config.vocab_size
-    cache = DynamicCache(config=model.config.text_config)
-    encoded = model.model.encoder(input_ids=batch.prefix, cache=cache)
-    ar_logits = softcapped_logits(model, encoded.last_hidden_state[:, :-1])
-    ar_loss = F.cross_entropy(ar_logits.reshape(-1, vocab), batch.prefix[:, 1:].reshape(-1))
-    cache = encoded.cache
+    cache, ar_loss = _encode(model, batch.prefix)
     cache.batch_repeat_interleave(config.canvases_per_prefix)
 
     noised_canvas, noised, t = noise_canvas(batch, ids, noise, vocab, generator)

@@ -33,7 +33,8 @@ def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
 def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
     report, _ = quick_report
     for family in ("diffusion", "autoregressive"):
-        for key in ("exact_match", "closure_valid", "forward_passes_mean", "latency_ms_p50"):
+        for key in ("exact_match", "closure_valid", "forward_passes_mean", "latency_ms_p50", "insertion_chars_mean",
+                    "expected_chars_mean", "empty_rate"):
             assert isinstance(report[family][key], float | int), (family, key)
         assert report[family]["cases"] == 3
         assert report[family]["closure_valid"] == 1.0

@@ -23,9 +23,19 @@ def test_percentiles_pick_from_the_values():
 
 def test_aggregate_counts_rates_and_breaks_down_by_kind():
     row = {"exact": True, "similarity": 1.0, "valid": True, "duplicated_closer": False, "forward_passes": 4,
-           "tokens_per_forward": 0.5, "prefill_ms": 1.0, "first_draft_ms": 2.0, "total_ms": 10.0, "kind": "line"}
-    rows = [row, {**row, "exact": False, "similarity": 0.5, "duplicated_closer": True, "kind": "span"}]
+           "tokens_per_forward": 0.5, "prefill_ms": 1.0, "first_draft_ms": 2.0, "total_ms": 10.0, "kind": "line",
+           "text": "abcd", "expected": "abcdefgh"}
+    rows = [row, {**row, "exact": False, "similarity": 0.5, "duplicated_closer": True, "kind": "span", "text": " "}]
     result = aggregate(rows)
     assert result["exact_match"] == 0.5 and result["duplicated_closer_rate"] == 0.5
     assert result["edit_similarity_mean"] == 0.75
     assert result["by_kind"]["span"]["exact_match"] == 0.0
+
+
+def test_aggregate_compares_the_insertion_length_with_the_truth():
+    row = {"exact": False, "similarity": 0.5, "valid": True, "duplicated_closer": False, "forward_passes": 4,
+           "tokens_per_forward": 0.5, "prefill_ms": 1.0, "first_draft_ms": 2.0, "total_ms": 10.0, "kind": "line",
+           "text": "abcd", "expected": "abcdefgh"}
+    result = aggregate([row, {**row, "text": "  "}])
+    assert result["insertion_chars_mean"] == 2.0 and result["expected_chars_mean"] == 8.0
+    assert result["empty_rate"] == 0.5

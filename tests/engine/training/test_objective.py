@@ -108,6 +108,14 @@ def test_gap_target_is_only_ignore_after_its_end(batches, ids):
             assert set(slots[slots.index(ids.end) + 1 :]) <= {IGNORE}
 
 
+def test_with_pad_after_end_every_gap_slot_after_its_end_is_a_pad_target(streams, ids):
+    config = ObjectiveConfig(**{**CONFIG.__dict__, "after_end": "pad"})
+    for _, known, target in rows(make_batches(streams, ids, count=4, config=config)):
+        for gap in gap_runs(known):
+            slots = target[gap.start : gap.stop].tolist()
+            assert set(slots[slots.index(ids.end) + 1 :]) <= {ids.pad}
+
+
 def test_gap_target_before_its_end_is_real_tokens(batches, ids):
     for _, known, target in rows(batches):
         for gap in gap_runs(known):
@@ -238,6 +246,26 @@ def test_loss_is_finite_and_backpropagates(trainable, batches, ids, noise, self_
     assert set(parts) == {"diffusion", "ar"}
     assert all(np.isfinite(value) for value in parts.values())
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in trainable.parameters())
+
+
+def test_the_autoregressive_phase_trains_the_layers_the_decoder_shares(trainable, batches):
+    total, parts = objective.ar_only_loss(trainable, batches[0])
+    total.backward()
+
+    assert set(parts) == {"ar"} and torch.isfinite(total)
+    shared = trainable.model.encoder.language_model.layers[0]
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in shared.parameters())
+
+
+def test_bf16_autocast_loss_is_close_to_float32(trainable, batches, ids):
+    def loss():
+        return objective.loss(trainable, batches[0], ids, CONFIG, "mask", torch.Generator().manual_seed(0))[0].item()
+
+    full = loss()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        half = loss()
+
+    assert half == pytest.approx(full, rel=0.05)
 
 
 def test_self_conditioned_loss_trains_the_self_conditioning_block(trainable, batches, ids):

@@ -46,7 +46,7 @@ test('package.json contributes every server setting', () => {
   const manifest = require('../../package.json');
   const properties = Object.keys(manifest.contributes.configuration.properties);
   for (const key of ['model', 'device', 'dtype', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode', 'enabledLanguages',
-    'invokedItems']) {
+    'invokedItems', 'engine', 'url', 'promptFormat', 'timeout', 'invokedTimeout']) {
     assert.ok(properties.includes(`diffusionInfill.${key}`), key);
   }
   assert.ok(manifest.activationEvents.every((event: string) => event.startsWith('onLanguage:')));

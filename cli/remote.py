@@ -1,0 +1,55 @@
+"""The command line's side of engine.remote: `--engine openai --url URL --model NAME` on
+complete, fix and serve."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from engine.remote import FORMATS, RemoteEngine, RemoteSettings
+from engine.settings import EngineSettings
+
+DEFAULTS = RemoteSettings(url="", model="")
+
+
+class RemoteOptionsError(ValueError):
+    """--engine openai without what it needs."""
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=("local", "openai"), default="local",
+                        help="local: the checkpoint in this process (default); openai: --model served by the "
+                        "OpenAI-compatible server at --url (vLLM, transformers serve); API key from "
+                        "$DIFFUSION_INFILL_API_KEY or $OPENAI_API_KEY")
+    parser.add_argument("--url", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
+    parser.add_argument("--prompt-format", choices=FORMATS, default=DEFAULTS.prompt_format,
+                        help="with --engine openai: how to ask (default: auto, probed once at start)")
+    parser.add_argument("--timeout", type=float, default=DEFAULTS.timeout,
+                        help=f"with --engine openai: seconds an as-you-type completion may take "
+                        f"(default: {DEFAULTS.timeout:g})")
+    parser.add_argument("--invoked-timeout", type=float, default=DEFAULTS.invoked_timeout,
+                        help="with --engine openai: seconds for invoked completions, `complete` and `fix` "
+                        f"(default: {DEFAULTS.invoked_timeout:g})")
+
+
+def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
+    """The server the arguments name; None for the in-process engine."""
+    if args.engine != "openai":
+        return None
+    if not args.url or not args.model:
+        raise RemoteOptionsError("--engine openai needs --url (e.g. http://gpu-box:8000/v1) and --model "
+                                 "(the served model's name)")
+    if args.timeout <= 0 or args.invoked_timeout <= 0:
+        raise RemoteOptionsError("--timeout and --invoked-timeout must be positive")
+    if not args.verbose:  # the HTTP client logs every request at INFO: one line per keystroke
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    return RemoteSettings(args.url, args.model, args.prompt_format, timeout=args.timeout,
+                          invoked_timeout=args.invoked_timeout)
+
+
+def connect(remote: RemoteSettings, settings: EngineSettings, seed: int) -> RemoteEngine:
+    """An engine on the server, its prompt format probed (RemoteError when the server does not answer)."""
+    engine = RemoteEngine(remote, settings, seed)
+    engine.probe()
+    return engine

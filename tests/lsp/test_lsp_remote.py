@@ -1,0 +1,103 @@
+"""The server with `--engine openai`: completions from a real `transformers serve`, a URL with
+nothing listening (answered empty, told once), a server that never answers (timeouts, and a
+stale run's HTTP request closed), code actions through the same server, the settings that
+choose the engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from action_client import REGENERATE, action_capabilities, code_actions, span
+from lsp_client import Editor, apply, capabilities, serve_command, start, stop
+from lsprotocol import types
+from openai_servers import SilentServer, free_port
+
+from engine.drafts import InfillRequest
+from engine.remote import RemoteEngine, RemoteSettings
+from lsp.settings import ServerSettings, merge, section_of
+
+PATIENT = "120"  # seconds: the success cases must not time out on a busy machine
+PREFIX = "import os\n\n\ndef main():\n    path = os."
+TEXT = PREFIX + "\n"
+
+
+def remote_command(url: str, model: str, telemetry, *extra: str) -> list[str]:
+    return serve_command(model, telemetry, "--engine", "openai", "--url", url, *extra)
+
+
+@pytest.mark.asyncio
+async def test_completions_come_from_the_server(openai_server, tmp_path):
+    command = remote_command(openai_server.url, openai_server.fim_model, tmp_path / "t.json",
+                             "--timeout", PATIENT, "--invoked-timeout", PATIENT)
+    client, _ = await start(command, action_capabilities(resolve=False, disabled=True))
+    try:
+        editor = Editor(client)
+        uri = editor.open(TEXT)
+        position = editor.end_of(uri, "os.")
+        result = await editor.request(uri, position, invoked=True)
+        engine = RemoteEngine(RemoteSettings(openai_server.url, openai_server.fim_model, invoked_timeout=120))
+        expected = list(engine.complete(InfillRequest(PREFIX, "\n", "python", invoked=True)))[-1].text
+        engine.close()
+        assert expected and [apply(TEXT, item) for item in result] == [PREFIX + expected + "\n"]
+        finals = [d for d in client.drafts.of(uri, 1) if d.final]
+        assert finals and finals[-1].text == expected
+        [regenerate] = await code_actions(editor, uri, span(TEXT, "path = os."))  # code actions: the same engine
+        assert regenerate.title == REGENERATE
+        reason = regenerate.disabled.reason if regenerate.disabled else ""
+        assert "cannot regenerate" not in reason and "failed" not in reason  # the server answered
+        assert not client.messages
+    finally:
+        await stop(client)
+
+
+@pytest.mark.asyncio
+async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    options = {"diffusionInfill": {"engine": "openai", "url": url, "model": "served-name"}}
+    client, _ = await start(serve_command("unused", tmp_path / "t.json"), capabilities(["utf-16"]), options)
+    try:
+        editor = Editor(client)
+        uri = editor.open("x = \n")
+        for character in range(3):  # typing: automatic requests, one per keystroke
+            editor.insert(uri, types.Position(0, 4 + character), "a")
+            assert await editor.request(uri, types.Position(0, 5 + character)) == []
+        assert await editor.request(uri, types.Position(0, 7), invoked=True) == []
+        [message] = client.messages
+        assert message.type == types.MessageType.Error and url in message.message
+    finally:
+        await stop(client)
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_never_answers_times_out_and_stale_requests_are_closed(tmp_path):
+    silent = SilentServer()
+    command = remote_command(silent.url, "m", tmp_path / "t.json", "--prompt-format", "fim", "--timeout", "0.3",
+                             "--invoked-timeout", PATIENT)
+    client, _ = await start(command, capabilities(["utf-16"]))
+    try:
+        editor = Editor(client)
+        uri = editor.open("x = \n")
+        assert await editor.request(uri, types.Position(0, 4)) == []  # as-you-type: timed out, nothing shown
+        assert await asyncio.to_thread(silent.next_request, float(PATIENT)) and not client.messages
+        pending = editor.request(uri, types.Position(0, 4), invoked=True)  # waits up to PATIENT seconds
+        request = await asyncio.to_thread(silent.next_request, float(PATIENT))
+        editor.insert(uri, types.Position(0, 4), "1")  # the run is stale now
+        assert await pending == []
+        assert await asyncio.to_thread(request.closed_by_client.wait, float(PATIENT))
+        assert not client.messages
+    finally:
+        await stop(client)
+        silent.close()
+
+
+def test_settings_choose_the_engine_and_its_server():
+    section = section_of({"diffusionInfill": {"engine": "openai", "url": "http://gpu:8000/v1", "model": "dg",
+                                              "promptFormat": "diffusion", "timeout": 0.5, "invokedTimeout": 0}})
+    settings, problems = merge(ServerSettings(), section)
+    assert settings.remote_settings() == RemoteSettings("http://gpu:8000/v1", "dg", "diffusion", timeout=0.5)
+    assert len(problems) == 1 and "invokedTimeout" in problems[0]
+    assert ServerSettings().remote_settings() is None  # the default stays the in-process engine
+    settings, problems = merge(ServerSettings(), {"engine": "vllm", "promptFormat": "infill"})
+    assert settings.engine == "local" and len(problems) == 2
+    assert settings.model_key() != merge(settings, {"engine": "openai", "url": "http://x/v1"})[0].model_key()

@@ -1,0 +1,142 @@
+"""Real servers for engine.remote's tests: `transformers serve` (an OpenAI-compatible server,
+extra `transformers[serving]`) on a free port, and a TCP peer that takes a request and never
+answers (what a hung server looks like from the client: timeouts and cancellation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_TIMEOUT_S = 300  # importing torch and transformers on a busy 2-core machine
+
+
+def free_port() -> int:
+    """A port nothing listens on (the OS picked it free; it is closed again at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+CHAT_TEMPLATE = (  # the same minimal template as tests/engine/test_instruct.py
+    "{% for message in messages %}<bos>{{ message['role'] }}\n{{ message['content'] }}<eos>{% endfor %}"
+    "{% if add_generation_prompt %}<bos>model\n{% endif %}"
+)
+
+
+def with_chat_template(checkpoint: Path, target: Path) -> Path:
+    """A copy of `checkpoint` whose tokenizer has a chat template, so the server takes chat requests."""
+    shutil.copytree(checkpoint, target)
+    config = json.loads((target / "tokenizer_config.json").read_text())
+    (target / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
+    return target
+
+
+@dataclass
+class TransformersServe:
+    """`transformers serve` on a free localhost port; it loads each model a request names (a local
+    path), and `start` loads `models` before returning."""
+
+    models: list[Path]
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        command = shutil.which("transformers", path=str(Path(sys.executable).parent))
+        assert command, "transformers[serving] is installed with the dev extras"
+        environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen(
+            [command, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
+            env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._wait_healthy()
+        for model in self.models:
+            self._post("/v1/completions", {"model": str(model), "prompt": "x", "max_tokens": 1})
+
+    def _post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=START_TIMEOUT_S) as response:
+            return json.load(response)
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"transformers serve exited: {self.process.stderr.read()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)  # a process starting up has nothing to wait on but its port
+        raise RuntimeError(f"transformers serve did not answer /health within {START_TIMEOUT_S} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request that reached the silent server, on its own connection."""
+
+    closed_by_client: threading.Event = field(default_factory=threading.Event)
+
+
+class SilentServer:
+    """Accepts connections and reads what is sent, never answers; each request head that arrives
+    is put on `requests`, and its `closed_by_client` is set when the client hangs up."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.requests: queue.Queue[Request] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def next_request(self, timeout: float) -> Request:
+        return self.requests.get(timeout=timeout)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
+
+    def _read(self, connection: socket.socket) -> None:
+        request, data = None, b""
+        with connection:
+            while chunk := connection.recv(65536):
+                data += chunk
+                if request is None and b"\r\n\r\n" in data:
+                    request = Request()
+                    self.requests.put(request)
+        if request is not None:
+            request.closed_by_client.set()
+
+    def close(self) -> None:
+        self.socket.close()
