@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
+
 
 @dataclass(frozen=True)
 class InfillRequest:

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine.settings import MODES, EngineSettings
+from engine.drafts import MODES
+from engine.settings import EngineSettings
 
 SECTION = "diffusionInfill"
 
