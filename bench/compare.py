@@ -30,6 +30,7 @@ from pathlib import Path
 
 from bench.cases import Case, build_cases, sources
 from bench.metrics import aggregate, run_case
+from cli.inputs import positive_int
 
 BASELINE_MODEL = Path(__file__).parent / "fim_model"
 CASE_SEED = 20261202
@@ -151,7 +152,8 @@ def run(quick: bool, cases: int | None, model: Path | None, baseline: Path, thre
         "cases": {"count": len(chosen), "seed": case_seed, "kinds": sorted({c.kind for c in chosen}),
                   "sources": {"stdlib": "held-out 5% split", **sources()}},
         "diffusion": {"model": str(model or "embedded"), **_recipe(model), **diffusion},
-        "autoregressive": {"model": str(baseline), **_recipe(baseline), **autoregressive},
+        "autoregressive": {"model": "bench/fim_model" if baseline == BASELINE_MODEL else str(baseline),
+                           **_recipe(baseline), **autoregressive},
         "ratios_diffusion_over_autoregressive": ratios(diffusion, autoregressive),
         "ablations": [results[c.label] for c in ABLATIONS if c.label in results],
         "typed_along": [results[c.label] for c in TYPED_ALONG if c.label in results],
@@ -234,12 +236,13 @@ def plot(report: dict, path: Path) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_CASES} cases, both models, no ablations")
-    parser.add_argument("--cases", type=int, help=f"number of cases (default {FULL_CASES}, {QUICK_CASES} with --quick)")
+    parser.add_argument("--cases", type=positive_int,
+                        help=f"number of cases (default {FULL_CASES}, {QUICK_CASES} with --quick)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument("--out", type=Path, help="write bench.json (with per-case rows), table.md and plot.png here")
     parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
     parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, help="autoregressive baseline checkpoint")
-    parser.add_argument("--threads", type=int, help="torch threads (default: half the cores, as the server)")
+    parser.add_argument("--threads", type=positive_int, help="torch threads (default: half the cores, as the server)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
     parser.add_argument("--case-seed", type=int, default=CASE_SEED,
                         help=f"which cases (default {CASE_SEED}, the reported ones; checkpoints and decoding "
@@ -259,7 +262,9 @@ def main(args: argparse.Namespace) -> int:
         from bench import replay
 
         return replay.main(args)
-    threads = args.threads or max(1, (os.cpu_count() or 2) // 2)
+    from engine.settings import default_threads
+
+    threads = args.threads or default_threads()
     report = run(args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst,
                  args.case_seed)
     if args.out:

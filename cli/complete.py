@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.inputs import CliError
 from engine import closure
 from engine.drafts import Draft, InfillRequest
 
@@ -15,7 +16,7 @@ DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
 SAVE_CURSOR, RESTORE_AND_CLEAR = "\0337", "\0338\033[J"  # as transformers' TextDiffusionStreamer
 
 
-class LocationError(ValueError):
+class LocationError(CliError):
     """PATH:LINE:COL does not name a position in the file."""
 
 
@@ -45,8 +46,8 @@ class Location:
         return text[:offset], text[offset:]
 
 
-def run(engine, location: Location, as_json: bool) -> int:
-    text = location.path.read_text(encoding="utf-8")
+def run(engine, location: Location, text: str, as_json: bool) -> int:
+    """Completes `text` (the file's) at `location`; prints the drafts live on a terminal."""
     prefix, suffix = location.split(text)
     language = closure.language_for_path(str(location.path))
     request = InfillRequest(prefix, suffix, language, invoked=True)

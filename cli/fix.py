@@ -12,13 +12,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.inputs import CliError
 from engine.closure import language_for_path
 from engine.fixes import Fixer, FixResult, Surroundings
 
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 
 
-class RangeError(ValueError):
+class RangeError(CliError):
     """--range does not name a part of the file."""
 
 

@@ -1,16 +1,23 @@
 """Entry point of the `diffusion-infill` command."""
 
+# Arguments are parsed and input is checked before torch and transformers are imported
+# (seconds on a loaded machine): only the command handlers import them, after the checks.
+
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.compare import add_arguments as add_bench_arguments
 from cli import remote
-from engine.settings import MODES, EngineSettings
+from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text
+from engine.drafts import MODES
+
+if TYPE_CHECKING:
+    from engine.loading import LoadedModel
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
 TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("engine/model")),
@@ -23,17 +30,18 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="auto", help="float32, bfloat16 ... (default: auto)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--threads", type=positive_int, help="torch CPU threads (default: half the cores, at least 1)")
 
 
 def _engine_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-gap-tokens", type=int, help="slots for the insertion")
-    parser.add_argument("--max-steps", type=int, help="denoising steps at most")
-    parser.add_argument("--entropy-bound", type=float, help="entropy accepted per step")
+    parser.add_argument("--max-gap-tokens", type=positive_int, help="slots for the insertion")
+    parser.add_argument("--max-steps", type=positive_int, help="denoising steps at most")
+    parser.add_argument("--entropy-bound", type=positive_float, help="entropy accepted per step")
     parser.add_argument("--mode", choices=MODES, default="auto")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diffusion-infill", description=__doc__)
+    parser = Parser(prog="diffusion-infill", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -48,7 +56,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
     serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
     _engine_options(serve)
-    serve.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
     _model_options(serve)
     remote.add_options(serve)
 
@@ -72,20 +79,21 @@ def _parser() -> argparse.ArgumentParser:
                        "bench/fim_model)")
     train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer; steps "
                        "and CPU hours count on from their recipe.json)")
-    train.add_argument("--max-steps", type=int, default=10**9, help="stop at this optimizer step")
-    train.add_argument("--max-minutes", type=float, help="stop after this wall time")
-    train.add_argument("--max-cpu-hours", type=float, help="stop when training has used this much CPU time in all")
-    train.add_argument("--cooldown-hours", type=float, help="with --max-cpu-hours: the learning rate falls "
-                       "linearly to a tenth over the last this many CPU hours")
+    train.add_argument("--max-steps", type=positive_int, default=10**9, help="stop at this optimizer step")
+    train.add_argument("--max-minutes", type=positive_float, help="stop after this wall time")
+    train.add_argument("--max-cpu-hours", type=positive_float,
+                       help="stop when training has used this much CPU time in all")
+    train.add_argument("--cooldown-hours", type=non_negative_float, help="with --max-cpu-hours: the learning rate "
+                       "falls linearly to a tenth over the last this many CPU hours")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
-    train.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    train.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
     train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
-    train.add_argument("--max-prefix", type=int, default=128, help="prefix tokens the model sees (training and "
-                       "inference; batches draw a quarter, half or all of it)")
-    train.add_argument("--ar-first-hours", type=float, default=0.0, help="diffusion: CPU hours of the encoder's "
-                       "autoregressive loss alone before the joint loss")
+    train.add_argument("--max-prefix", type=positive_int, default=128, help="prefix tokens the model sees "
+                       "(training and inference; batches draw a quarter, half or all of it)")
+    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, help="diffusion: CPU hours of "
+                       "the encoder's autoregressive loss alone before the joint loss")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
@@ -98,79 +106,80 @@ def _bench(args: argparse.Namespace) -> int:
     from engine.autoregressive import SPEC_FILE
 
     if not (args.baseline / SPEC_FILE).is_file():
-        print(f"diffusion-infill: no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
-              "`diffusion-infill train --objective fim`", file=sys.stderr)
-        return 2
-    return bench_main(args)
+        raise CliError(f"no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
+                       "`diffusion-infill train --objective fim`")
+    return bench_main(args)  # limits torch threads itself, as the server does
+
+
+def _start_torch(args: argparse.Namespace) -> None:
+    """Imports torch (once the input is checked), seeds it and limits its threads as the server does."""
+    import torch
+
+    from engine.settings import default_threads
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads or default_threads())
+
+
+def _load(args: argparse.Namespace) -> LoadedModel:
+    """The --model checkpoint on --device; a failure is one line naming what was tried."""
+    from engine.loading import ModelLoadError, load
+
+    try:
+        return load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
+    except ModelLoadError as error:
+        raise CliError(str(error)) from None
 
 
 def _complete(args: argparse.Namespace) -> int:
-    import torch
+    from cli.complete import Location, run
 
-    from cli.complete import Location, LocationError, run
+    location = Location.parse(args.location)
+    text = read_text(location.path)
+    location.split(text)  # the position is checked before the model loads
+    _start_torch(args)
     from engine.factory import create_engine
-    from engine.loading import ModelLoadError, load
-    from engine.remote import RemoteError
+    from engine.settings import EngineSettings
 
-    torch.manual_seed(args.seed)
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
-    try:
-        location = Location.parse(args.location)
-        location.split(location.path.read_text(encoding="utf-8"))
-        server = remote.remote_settings(args)
-        if server is not None:
-            return run(remote.connect(server, settings, args.seed), location, args.json)
-        loaded = load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
-    except (LocationError, OSError, ModelLoadError, remote.RemoteOptionsError, RemoteError) as error:
-        print(f"diffusion-infill: {error}", file=sys.stderr)
-        return 2
-    return run(create_engine(loaded, settings), location, args.json)
+    server = remote.remote_settings(args)
+    engine = remote.connect(server, settings, args.seed) if server else create_engine(_load(args), settings)
+    return run(engine, location, text, args.json)
 
 
 def _fix(args: argparse.Namespace) -> int:
-    import torch
-
-    from cli.fix import RangeError, Selection, run
+    text = read_text(args.path)
+    _start_torch(args)
+    from cli.fix import Selection, run
     from engine.fixes import Fixer
-    from engine.loading import ModelLoadError, load
-    from engine.remote import RemoteError, RemoteRepairer
+    from engine.remote import RemoteRepairer
     from engine.repair import DiffusionRepairer, RepairSettings
+    from engine.settings import EngineSettings
 
-    torch.manual_seed(args.seed)
-    try:
-        text = args.path.read_text(encoding="utf-8")
-        selection = Selection.parse(args.range, text)
-        server = None if args.no_model else remote.remote_settings(args)
-        connected = None if server is None else remote.connect(server, EngineSettings(), args.seed)
-        loaded = None if args.no_model or connected else load(args.model, args.device, args.dtype,
-                                                              trust_remote_code=args.trust_remote_code)
-    except (RangeError, OSError, ModelLoadError, remote.RemoteOptionsError, RemoteError) as error:
-        print(f"diffusion-infill: {error}", file=sys.stderr)
-        return 2
+    selection = Selection.parse(args.range, text)
+    server = None if args.no_model else remote.remote_settings(args)
+    if server is not None:
+        return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
+                   selection, args.kind, args.json, args.write)
+    loaded = None if args.no_model else _load(args)
     canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-    if connected is not None:
-        repairer = RemoteRepairer(connected)
-    try:
-        unavailable = "--no-model was given" if loaded is None else \
-            f"{loaded.source} was not trained on the infill canvas"
-        return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write)
-    except RangeError as error:
-        print(f"diffusion-infill: {error}", file=sys.stderr)
-        return 2
+    unavailable = "--no-model was given" if loaded is None else f"{loaded.source} was not trained on the infill canvas"
+    return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write)
 
 
 def _tcp_address(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     if not port.isdigit():
-        raise ValueError(f"--tcp expects [HOST:]PORT, got {value!r}")
+        raise CliError(f"--tcp expects [HOST:]PORT, got {value!r}")
     return host or "127.0.0.1", int(port)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import torch
-
+    address = _tcp_address(args.tcp) if args.tcp else None
+    remote.remote_settings(args)  # checked here; the server connects itself
+    _start_torch(args)
     from lsp.server import ServeOptions, create_server
     from lsp.settings import ServerSettings
     from lsp.telemetry import default_path
@@ -178,16 +187,6 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.verbose:  # pygls logs every message body at INFO; keep only its start-up lines
         logging.getLogger("pygls").setLevel(logging.WARNING)
         logging.getLogger("pygls.server").setLevel(logging.INFO)
-    try:
-        address = _tcp_address(args.tcp) if args.tcp else None
-        remote.remote_settings(args)  # checked here; the server connects itself
-    except ValueError as error:
-        print(f"diffusion-infill: {error}", file=sys.stderr)
-        return 2
-    torch.manual_seed(args.seed)
-    # The editor needs CPU too, and torch threads that outnumber free cores spin against each
-    # other: on 2 busy cores the tiny model measured 33 ms per step on 1 thread, 570 ms on 2.
-    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // 2))
     settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
                               max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
                               entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
@@ -231,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
     handlers = {"complete": _complete, "serve": _serve, "train": _train, "fix": _fix, "bench": _bench}
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except CliError as error:  # bad input: one line, exit 2
+        print(f"diffusion-infill: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
-from engine.remote import FORMATS, RemoteEngine, RemoteSettings
-from engine.settings import EngineSettings
+from cli.inputs import CliError
+from engine.remote_settings import FORMATS, RemoteSettings
+
+if TYPE_CHECKING:
+    from engine.remote import RemoteEngine
+    from engine.settings import EngineSettings
 
 DEFAULTS = RemoteSettings(url="", model="")
 
 
-class RemoteOptionsError(ValueError):
+class RemoteOptionsError(CliError):
     """--engine openai without what it needs."""
 
 
@@ -49,7 +54,12 @@ def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
 
 
 def connect(remote: RemoteSettings, settings: EngineSettings, seed: int) -> RemoteEngine:
-    """An engine on the server, its prompt format probed (RemoteError when the server does not answer)."""
+    """An engine on the server, its prompt format probed; one CLI error line when the server does not answer."""
+    from engine.remote import RemoteEngine, RemoteError
+
     engine = RemoteEngine(remote, settings, seed)
-    engine.probe()
+    try:
+        engine.probe()
+    except RemoteError as error:
+        raise CliError(str(error)) from None
     return engine

@@ -28,10 +28,8 @@ from engine.loading import ModelLoadError, pick_device
 from engine.prefix import EncodedContext, encode_context, healing_candidates
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
-from engine.tokens import BOS, END, PAD
+from engine.tokens import BOS, END, FIM_TOKENS, PAD
 
-FIM_PREFIX, FIM_SUFFIX, FIM_MIDDLE = "<fim_prefix>", "<fim_suffix>", "<fim_middle>"
-FIM_TOKENS = (FIM_PREFIX, FIM_SUFFIX, FIM_MIDDLE)
 SPEC_FILE = "fim.json"
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.confidence import Evidence
+if TYPE_CHECKING:  # engine.confidence imports torch; drafts stay importable without it
+    from engine.confidence import Evidence
+
+MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 
 
 @dataclass(frozen=True)

@@ -32,34 +32,18 @@ from typing import Any
 import openai
 
 from engine import closure
-from engine.autoregressive import FIM_TOKENS
 from engine.drafts import Draft, InfillRequest
 from engine.instruct import CONTEXT_CHARS, answer_text, instruction
+from engine.remote_settings import RemoteSettings
 from engine.repair import Span, merge
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("auto", "diffusion", "chat", "fim")
 API_KEY_VARIABLES = ("DIFFUSION_INFILL_API_KEY", "OPENAI_API_KEY")  # the first one set is sent
 _POLL_S = 0.02  # how often the waiting thread looks at its cancel flag
 FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.instruct.answer_text)
-
-
-@dataclass(frozen=True)
-class RemoteSettings:
-    url: str  # the server's OpenAI base URL, e.g. http://gpu-box:8000/v1
-    model: str  # the served model's name (vLLM: --served-model-name, else the hub id or path)
-    prompt_format: str = "auto"  # "auto" (probed), "diffusion", "chat" or "fim"
-    fim_tokens: tuple[str, str, str] = FIM_TOKENS  # prefix, suffix and middle markers of the "fim" prompt
-    fim_stop: tuple[str, ...] = ("<end>", "<eos>")  # where a "fim" middle ends (the baseline's END)
-    timeout: float = 0.8  # seconds for an as-you-type completion; later it answers nothing
-    invoked_timeout: float = 10.0  # seconds for an invoked completion, the CLI and code actions
-    max_tokens: int = 32  # insertion tokens at most: the gap's seed slots with "diffusion"
-    suffix_head_chars: int = 32  # text after the cursor pinned behind the gap ("diffusion")
-    noise_vocab: int = 262_144  # seed slots are drawn from ids below this: DiffusionGemma's text vocabulary
-    max_diffusion_steps: int | None = None  # vLLM's diffusion_max_steps; None: the server's default
 
 
 class RemoteError(RuntimeError):

@@ -31,8 +31,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from engine import closure, markdown_rules
 from engine.fixes import Fixer, FixResult, Surroundings
-from lsp.diagnostics import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.documents import Document, UnknownDocument
+from lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.positions import PositionError
 
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite

@@ -18,20 +18,14 @@ import asyncio
 import dataclasses
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lsprotocol import types
 
 from engine import jsonfix, markdown_rules
-from lsp.documents import Document, UnknownDocument
+from lsp.documents import Document, Documents, UnknownDocument
+from lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 
-if TYPE_CHECKING:
-    from lsp.server import InfillServer
-
-SOURCE = "diffusion-infill"
-JSON_LANGUAGES = frozenset({"json"})
-JSONC_LANGUAGES = frozenset({"jsonc"})  # comments and trailing commas allowed: VS Code settings, tsconfig
-MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Characters. The rules cost about a second per 2 MB of broken JSON or of Markdown; above this a
 # document would keep the diagnostics thread (and a share of the GIL) busy for seconds at every
 # edit, for a file that is generated data far more often than something a person edits by hand.
@@ -71,10 +65,23 @@ def _report_failure(task: asyncio.Task) -> None:
         log.error("diagnostics failed: %r", task.exception())
 
 
+class Host(Protocol):
+    """What the publisher uses of the server (lsp.server.InfillServer), which owns it."""
+
+    documents: Documents
+
+    @property
+    def encoding(self) -> str: ...
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
+
+    def window_log_message(self, params: types.LogMessageParams) -> None: ...
+
+
 class Publisher:
     """Diagnostics per document: debounced, computed off the event loop, never for a stale version."""
 
-    def __init__(self, ls: InfillServer):
+    def __init__(self, ls: Host):
         self._ls = ls
         # A thread of their own: on the engine thread they would wait behind model loading and
         # completions (seconds each); one is enough, as each document computes only its latest

@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine.remote import FORMATS, RemoteSettings
-from engine.settings import MODES, EngineSettings
+from engine.drafts import MODES
+from engine.remote_settings import FORMATS, RemoteSettings
+from engine.settings import EngineSettings
 
 SECTION = "diffusionInfill"
 ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote)

@@ -22,7 +22,8 @@ from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine, load_any
 from engine.fixes import Fixer
 from engine.loading import LoadedModel, ModelLoadError
-from engine.remote import RemoteEngine, RemoteError, RemoteRepairer, RemoteSettings
+from engine.remote import RemoteEngine, RemoteError, RemoteRepairer
+from engine.remote_settings import RemoteSettings
 from engine.repair import DiffusionRepairer
 from engine.settings import EngineSettings
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import platform
 import random
 import re
 import sysconfig
@@ -33,6 +34,11 @@ class Document:
 
 def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
+
+
+def stdlib_description() -> str:
+    """Which standard library was read, without this machine's install path."""
+    return f"{platform.python_implementation()} {platform.python_version()} standard library"
 
 
 def is_held_out(relative_path: str) -> bool:
@@ -146,7 +152,7 @@ def manifest(documents: list[Document]) -> dict:
         entry["documents"] += 1
         entry["characters"] += len(doc.text)
     return {
-        "stdlib": str(stdlib_root()),
+        "stdlib": stdlib_description(),
         "held_out_percent": HELD_OUT_PERCENT,
         "kinds": counts,
         "metadata_packages": sorted(d.name.split("/", 1)[1] for d in documents if d.name.startswith("metadata/")),

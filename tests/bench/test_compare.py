@@ -10,6 +10,8 @@ import pytest
 
 from bench.compare import ratios, table
 
+SLOW = pytest.mark.slow  # these read a `bench --quick` run: both models in fresh processes, a minute or more
+
 
 @pytest.fixture(scope="module")
 def baseline_dir(tiny_fim, tmp_path_factory):
@@ -30,6 +32,7 @@ def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
     return json.loads(result.stdout.strip().splitlines()[-1]), out
 
 
+@SLOW
 def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
     report, _ = quick_report
     for family in ("diffusion", "autoregressive"):
@@ -40,6 +43,7 @@ def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
         assert report[family]["closure_valid"] == 1.0
 
 
+@SLOW
 def test_per_case_rows_go_to_the_out_file_not_to_stdout(quick_report):
     report, out = quick_report
     assert "rows" not in report["diffusion"]
@@ -47,6 +51,7 @@ def test_per_case_rows_go_to_the_out_file_not_to_stdout(quick_report):
     assert len(saved["diffusion"]["rows"]) == 3 and len(saved["autoregressive"]["rows"]) == 3
 
 
+@SLOW
 def test_table_and_plot_are_written_dated_with_the_machine(quick_report):
     report, out = quick_report
     written = (out / "table.md").read_text()
@@ -55,6 +60,7 @@ def test_table_and_plot_are_written_dated_with_the_machine(quick_report):
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@SLOW
 def test_the_forward_passes_count_the_prefill(quick_report):
     """Diffusion: prefix encoding + denoising steps; the baseline: one per generated token."""
     report, out = quick_report
@@ -78,18 +84,21 @@ def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is
     assert result["forward_passes_mean"] == 0.5 and result["exact_match"] is None
 
 
+@SLOW
 def test_the_table_has_one_row_per_configuration(quick_report):
     report, _ = quick_report
     rows = [line for line in table(report).splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 + 2  # header + diffusion + autoregressive (no ablations in --quick)
 
 
+@SLOW
 def test_the_table_says_when_where_and_how_it_was_measured(quick_report):
     report, _ = quick_report
     text = table(report)
     assert report["date"] in text and f"{report['machine']['cpus']} CPUs" in text and "Method:" in text
 
 
+@SLOW
 def test_other_cases_are_chosen_by_case_seed_and_reported(console_script, model_dir, baseline_dir, quick_report,
                                                           tmp_path):
     """Checkpoints and decoding settings are chosen on cases other than the reported ones."""

@@ -13,6 +13,7 @@ from bench import typing_burst
 KEYSTROKES = 4
 
 
+@pytest.mark.slow  # a benchmark run through the real server
 def test_a_short_burst_accounts_for_every_request(model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Few steps per run keep the test short; the burst still outpaces the engine at 40 ms a key.
     typing_burst.main(["--cases", "1", "--keystrokes", str(KEYSTROKES), "--max-steps", "4", "--model", str(model_dir)])

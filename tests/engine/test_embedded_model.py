@@ -15,7 +15,7 @@ from engine.loading import load
 from engine.settings import EngineSettings
 from engine.training.probes import held_out_line_cases
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 CASES = 24
 MEASURED_EDIT_SIMILARITY = 0.24  # median on these 24 cases, step-8542 model

@@ -131,3 +131,30 @@ def test_auto_dtype_is_bfloat16_on_cuda():
 
 def test_explicit_dtype_is_used():
     assert pick_dtype("float16", torch.device("cpu")) == torch.float16
+
+
+def test_a_cuda_device_torch_cannot_see_is_a_model_load_error():
+    device = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: none on a CPU-only build
+    with pytest.raises(ModelLoadError, match=re.escape(device)):
+        pick_device(device)
+
+
+def test_an_unknown_device_is_a_model_load_error():
+    with pytest.raises(ModelLoadError, match="unknown device 'gpu'"):
+        pick_device("gpu")
+
+
+def test_an_unknown_dtype_is_a_model_load_error():
+    with pytest.raises(ModelLoadError, match="unknown dtype 'float99'"):
+        pick_dtype("float99", torch.device("cpu"))
+
+
+def test_a_hub_id_missing_from_the_cache_names_the_cache_and_the_download_command(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(ModelLoadError) as raised:
+        load("example-org/not-downloaded")
+    message = str(raised.value)
+    assert "not in the local hub cache" in message and str(tmp_path) in message
+    assert "hf download example-org/not-downloaded" in message and "\n" not in message

@@ -20,11 +20,11 @@ from engine.remote import (
     RemoteEngine,
     RemoteError,
     RemoteRepairer,
-    RemoteSettings,
     api_key,
     before_head,
     clamped_canvas,
 )
+from engine.remote_settings import RemoteSettings
 from engine.repair import Span
 from engine.settings import EngineSettings
 

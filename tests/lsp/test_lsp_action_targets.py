@@ -6,8 +6,9 @@ from lsprotocol import types
 
 from engine.fixes import FixResult
 from lsp.actions import FixResults, targets
-from lsp.diagnostics import SOURCE, diagnose
+from lsp.diagnostics import diagnose
 from lsp.documents import Document
+from lsp.languages import SOURCE
 from lsp.positions import Lines
 
 

@@ -79,9 +79,10 @@ async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
 
 
 def test_tcp_address_parsing():
+    from cli.inputs import CliError
     from cli.main import _tcp_address
 
     assert _tcp_address("8765") == ("127.0.0.1", 8765)
     assert _tcp_address("0.0.0.0:8765") == ("0.0.0.0", 8765)
-    with pytest.raises(ValueError):
+    with pytest.raises(CliError):
         _tcp_address("localhost")

@@ -21,6 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from raw_server import FAST, RawServer, encode, frame, start_server
 
+pytestmark = pytest.mark.slow  # minutes: hundreds of cases through the real server
+
 MARKER = "SECRET-7f3a9c-DOCUMENT-TEXT"
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 CANARY = "file:///reliability/canary.py"

@@ -64,6 +64,7 @@ def documents(server) -> Documents:
     return documents
 
 
+@pytest.mark.slow  # a 10 MB document, three rounds
 def test_a_10_mb_file_is_completed_anywhere_and_memory_stays_bounded(server, documents):
     before = rss_bytes(server.pid)
     last_line = TEN_MB.count("\n")
@@ -107,6 +108,7 @@ def test_a_binary_file(server, documents):
     assert isinstance(actions.get("result"), list), actions
 
 
+@pytest.mark.slow  # reads and drops a body of many megabytes
 def test_a_frame_announcing_a_terabyte_is_not_allocated(tiny_model_dir, tmp_path):
     """The server cannot know where such a frame ends, so it reads (and drops) what follows as
     its body: it must neither allocate the announced size nor exit."""

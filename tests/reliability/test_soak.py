@@ -12,6 +12,7 @@ import gc
 import random
 import weakref
 
+import pytest
 from lsprotocol.types import Position
 from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
 
@@ -19,6 +20,8 @@ from engine.drafts import InfillRequest
 from engine.settings import EngineSettings
 from lsp.runs import RunKey, Runs
 from lsp.worker import EngineWorker
+
+pytestmark = pytest.mark.slow  # minutes: 2,000 requests through the real server
 
 REQUESTS = 2_000
 DOCUMENTS = 10

@@ -1,0 +1,62 @@
+"""What the user hands the command: files read as UTF-8 text, numbers checked by argparse.
+
+Bad input is a CliError, which `cli.main` prints as one line on stderr with exit status 2.
+Nothing here imports torch, so these checks answer before the model libraries load.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+class CliError(Exception):
+    """Bad input: the message is the one line the user sees."""
+
+
+def read_text(path: Path) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a CliError."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CliError(f"{path} is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
+                       "only UTF-8 files can be completed or fixed") from None
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text!r}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (prog: message) and exit status 2, without the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")

@@ -1,0 +1,84 @@
+"""Bad input to the real `diffusion-infill` command: one line on stderr, exit status 2,
+never a traceback; arguments and files are checked before torch is imported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from cli.main import SAMPLE
+
+AT_SAMPLE = f"{SAMPLE}:11:37"
+HUB_ID = "google/diffusiongemma-26B-A4B-it"
+
+
+@pytest.fixture(scope="module")
+def binary_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("binary") / "image.py"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    return path
+
+
+def run_cli(console_script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([console_script, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess, *expected: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stdout == ""
+    for part in expected:
+        assert part in done.stderr
+
+
+@pytest.mark.parametrize("command", ["complete", "fix"])
+def test_a_file_that_is_not_utf8_is_named(console_script, binary_file, command):
+    target = f"{binary_file}:1:1" if command == "complete" else str(binary_file)
+    assert_one_line_error(run_cli(console_script, command, target), str(binary_file), "not UTF-8")
+
+
+def test_a_missing_file_is_named(console_script, tmp_path):
+    missing = tmp_path / "missing.json"
+    assert_one_line_error(run_cli(console_script, "fix", str(missing)), str(missing), "cannot read")
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--max-steps", "0"), ("--max-gap-tokens", "-3"), ("--entropy-bound", "-1"), ("--entropy-bound", "0"),
+    ("--threads", "0"), ("--max-steps", "many"),
+])
+def test_numbers_out_of_range_name_the_option(console_script, option, value):
+    assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, option, value), option, repr(value))
+
+
+def test_a_device_torch_does_not_have_is_named(console_script):
+    device = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: none on a CPU-only build
+    assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, "--device", device), device, "CUDA")
+
+
+def test_an_unknown_dtype_is_named(console_script):
+    assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, "--dtype", "float99"), "float99")
+
+
+def test_a_hub_id_missing_from_the_cache_says_where_it_looked_and_how_to_get_it(console_script, tmp_path):
+    cache = tmp_path / "hf"
+    env = {name: value for name, value in os.environ.items() if name != "HF_HUB_CACHE"} | {"HF_HOME": str(cache)}
+    done = run_cli(console_script, "complete", AT_SAMPLE, "--model", HUB_ID, env=env)
+    assert_one_line_error(done, HUB_ID, str(cache / "hub"), f"hf download {HUB_ID}")
+
+
+PROBE = ("import sys\nfrom cli.main import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+         "print('torch' in sys.modules, 'transformers' in sys.modules)")
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"], ["complete", "--help"], ["complete", AT_SAMPLE, "--max-steps", "0"],
+    ["complete", f"{SAMPLE}:999:1"], ["fix", "missing.json"],
+], ids=["help", "complete-help", "bad-number", "bad-line", "missing-file"])
+def test_help_and_bad_arguments_answer_before_torch_is_imported(args):
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "False False", done.stderr

@@ -1,0 +1,42 @@
+"""The lsp modules import one another without a circle (type-only imports count too),
+and engine/ never imports lsp/."""
+
+from __future__ import annotations
+
+import ast
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` names in an import statement, wherever the statement is."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def package_graph(package: str) -> dict[str, set[str]]:
+    modules = {f"{package}.{path.stem}": path for path in (ROOT / package).glob("*.py") if path.stem != "__init__"}
+    return {name: imported_modules(path) & set(modules) for name, path in modules.items()}
+
+
+def test_lsp_modules_import_each_other_without_a_circle():
+    graph = package_graph("lsp")
+    assert {"lsp.server", "lsp.actions", "lsp.diagnostics"} <= set(graph)
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as error:
+        raise AssertionError(f"import circle: {' -> '.join(error.args[1])}") from None
+
+
+def test_engine_never_imports_lsp():
+    offenders = {str(path.relative_to(ROOT)) for path in (ROOT / "engine").rglob("*.py")
+                 if any(name == "lsp" or name.startswith("lsp.") for name in imported_modules(path))}
+    assert offenders == set()
