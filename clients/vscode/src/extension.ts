@@ -2,7 +2,7 @@
 // provides its inline completions and code actions, and this file paints the converging
 // `infill/draft` notifications as a decoration until the final item is shown.
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
 
 const SECTION = 'diffusionInfill';
@@ -12,7 +12,8 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
   const [command, ...args] = config.get<string[]>('server.command', ['diffusion-infill', 'serve']);
-  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+  // stdio without `transport`: TransportKind.stdio would add a `--stdio` argument the server rejects
+  const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
     initializationOptions: { [SECTION]: serverSettings(config as unknown as Record<string, unknown>) },
