@@ -17,10 +17,10 @@ if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp"; then
   exit 0
 fi
 
-if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    chromium ripgrep build-essential python3 pkg-config \
-    libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
+packages=(chromium ripgrep build-essential python3 pkg-config libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev)
+if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}"
 fi
 for tool in rg chromium; do
   command -v "$tool" >/dev/null || { echo "e2e: $tool is missing (Debian: apt-get install $tool)" >&2; exit 1; }
