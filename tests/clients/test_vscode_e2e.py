@@ -35,6 +35,7 @@ SETTINGS = {
     "extensions.autoCheckUpdates": False,
     "extensions.autoUpdate": False,
     "workbench.tips.enabled": False,
+    "files.autoSave": "off",  # run.js saves, and waits for the dirty mark to go
     "editor.autoClosingBrackets": "never",  # the test retypes a character before each cursor, "(" among them
 }
 
@@ -80,12 +81,12 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     (workspace / "broken.json").write_text(BROKEN)
     IMAGE.parent.mkdir(parents=True, exist_ok=True)
     config = {"url": url, "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
-              "json": {"file": "broken.json"}, "screenshot": str(IMAGE)}
+              "json": {"file": "broken.json"}, "screenshot": str(IMAGE), "failureScreenshot": str(root / "failure.png")}
     (root / "run.json").write_text(json.dumps(config))
     run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
                          text=True, timeout=RUN_TIMEOUT)
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert run.returncode == 0 and "error" not in result, run.stdout + run.stderr
+    assert run.returncode == 0 and "error" not in result, f"{run.stdout}{run.stderr}(screen: {root / 'failure.png'})"
     suggestion = result["suggestion"]
     assert suggestion, f"none of {len(CURSORS)} mid-line cursors got an inline suggestion"
     lines = CODE.split("\n")
@@ -96,3 +97,5 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     assert counts["accepted"] == 1  # the item's command ran: VS Code accepted it as an inline completion
     fixed = json.loads((workspace / "broken.json").read_text())
     assert fixed == {"name": "shapes", "sides": 4, "closed": True}
+    log = next((root / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+    assert "ignored settings" not in log, log  # the extension sends the server only the server's settings

@@ -20,8 +20,9 @@ async function openFile(page, name) {
   await page.waitForSelector('.monaco-editor.focused');
 }
 
-/** Saves the active editor and waits until it is written (its tab no longer marked dirty). */
+/** Saves the edited active editor and waits until it is written (its tab no longer marked dirty). */
 async function save(page) {
+  await page.waitForSelector('.tab.active.dirty', { timeout: 30000 });
   await page.keyboard.press('Control+S');
   await page.waitForSelector('.tab.active.dirty', { state: 'detached', timeout: 30000 });
 }
@@ -83,7 +84,8 @@ async function fixJson(page, config) {
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => {  // the edit is applied once the editor holds valid JSON
     try {
-      JSON.parse(document.querySelector('.monaco-editor .view-lines').innerText.replace(/\u00a0/g, ' '));
+      const view = document.querySelector('.editor-group-container.active .editor-instance .monaco-editor .view-lines');
+      JSON.parse(view.innerText.replace(/\u00a0/g, ' '));
       return true;
     } catch {
       return false;
@@ -99,7 +101,7 @@ async function main(configPath) {
   const browser = await chromium.launch({ executablePath: browserPath(), args: ['--no-sandbox'] });
   try {
     const page = await browser.newPage({ viewport: { width: 1100, height: 600 } });
-    await page.goto(config.url);
+    await page.goto(config.url, { timeout: 180000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 120000 });
     await openFile(page, config.python.file);
     try {

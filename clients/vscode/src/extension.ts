@@ -2,7 +2,9 @@
 // provides its inline completions and code actions, and this file paints the converging
 // `infill/draft` notifications as a decoration until the final item is shown.
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import {
+  DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, ServerOptions,
+} from 'vscode-languageclient/node';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
 
 const SECTION = 'diffusionInfill';
@@ -17,7 +19,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
     initializationOptions: { [SECTION]: serverSettings(config as unknown as Record<string, unknown>) },
-    synchronize: { configurationSection: SECTION },
+  };
+  // The server's keys only, pushed on change: the whole section (synchronize.configurationSection)
+  // would also send the extension's own keys (server.command, showDrafts, trace), which the server
+  // does not know and warns about at every start.
+  const pushSettings = (event: vscode.ConfigurationChangeEvent) => {
+    if (event.affectsConfiguration(SECTION)) {
+      const section = vscode.workspace.getConfiguration(SECTION) as unknown as Record<string, unknown>;
+      void client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: serverSettings(section) } });
+    }
   };
   client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
 
@@ -54,6 +64,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     client.onNotification('infill/draft', paint),
     vscode.window.onDidChangeTextEditorSelection(clear),
     vscode.workspace.onDidChangeTextDocument(clear),
+    vscode.workspace.onDidChangeConfiguration(pushSettings),
     vscode.window.onDidChangeActiveTextEditor(clear),
     client,
   );
