@@ -98,6 +98,11 @@ def _as_json(text: str, jsonc: bool) -> str:
     return jsonfix.strip_jsonc(text) if jsonc else text
 
 
+def json_broken(text: str, jsonc: bool = False) -> bool:
+    """Whether Fix JSON has something to do: the text is not blank and not valid already."""
+    return bool(text.strip()) and not _loads(_as_json(text, jsonc))
+
+
 def markdown_validator(deterministic: str) -> Callable[[str], bool]:
     """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
     deterministic fix (a table must not pass the rules by turning into prose)."""

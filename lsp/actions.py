@@ -30,7 +30,7 @@ from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from engine import closure, markdown_rules
-from engine.fixes import Fixer, FixResult, Surroundings
+from engine.fixes import Fixer, FixResult, Surroundings, json_broken
 from lsp.documents import Document, UnknownDocument
 from lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.positions import PositionError
@@ -151,14 +151,19 @@ def _json_action(document: Document) -> Action:
 
 
 def _selection_targets(document: Document, start: int, end: int) -> list[Target]:
+    """What a selection can be offered: a fix only where it finds something to fix (a cheap check,
+    no model), so that no action is offered that can only fail."""
     if start == end:
         return []
     selected = document.text[start:end]
     targets = []
-    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected):
-        targets.append(Target(_json_action(document), start, end))
+    json_action = _json_action(document)
+    if (document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected)) \
+            and json_broken(selected, jsonc=json_action is JSONC):
+        targets.append(Target(json_action, start, end))
     if document.language_id in MARKDOWN_LANGUAGES:
-        targets.append(Target(MARKDOWN, start, end))
+        if markdown_rules.problems(selected):
+            targets.append(Target(MARKDOWN, start, end))
         if "|" in selected and markdown_rules.empty_cells(markdown_rules.pad_tables(selected)):
             targets.append(Target(TABLE, start, end))
     targets.append(Target(REGENERATE, start, end))

@@ -33,7 +33,7 @@ from lsp.items import items, placement
 from lsp.positions import UTF16, PositionError
 from lsp.protocol import InfillProtocol
 from lsp.runs import RunKey, Runs
-from lsp.settings import SECTION, ServerSettings, merge, section_of
+from lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
 from lsp.window import bounded
 from lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
@@ -193,11 +193,7 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
 
 def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
     """Reads initializationOptions and starts loading the model; the reply does not wait for it."""
-    options = params.initialization_options
-    section = section_of(options)
-    if section is None and isinstance(options, dict):  # the section itself; an empty one is still the section
-        section = options
-    ls.base, problems = merge(ls.base, section)
+    ls.base, problems = merge(ls.base, initialization_section(params.initialization_options))
     ls.settings = ls.base
     ls.load_model()
     ls.problems = problems  # shown once initialized: a server may not message the user before its reply
@@ -268,7 +264,7 @@ async def did_change_configuration(ls: InfillServer, params: types.DidChangeConf
     if section is None and ls.client_capabilities.workspace and ls.client_capabilities.workspace.configuration:
         pulled = await ls.workspace_configuration_async(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
-        section = pulled[0] if pulled and isinstance(pulled[0], dict) else None
+        section = pulled[0] if pulled else None
     settings, problems = merge(ls.base, section)
     if problems:
         ls.tell(types.MessageType.Warning, "ignored settings: " + "; ".join(problems))

@@ -134,17 +134,25 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
 
 
-def section_of(payload: Any) -> Mapping[str, Any] | None:
-    """The `diffusionInfill` section of an options or settings payload, if any."""
-    if isinstance(payload, Mapping) and isinstance(payload.get(SECTION), Mapping):
-        return payload[SECTION]
-    return None
+def section_of(payload: Any) -> Any:
+    """The `diffusionInfill` value of an options or settings payload; None when it has none."""
+    return payload.get(SECTION) if isinstance(payload, Mapping) else None
 
 
-def merge(current: ServerSettings, section: Mapping[str, Any] | None) -> tuple[ServerSettings, list[str]]:
-    """`current` with the values of `section` applied, and a line per value that was ignored."""
-    if section is None:
+def initialization_section(options: Any) -> Any:
+    """initializationOptions: the section under `diffusionInfill`, or its keys written directly."""
+    if isinstance(options, Mapping) and SECTION not in options:
+        return options
+    return section_of(options)
+
+
+def merge(current: ServerSettings, section: Any) -> tuple[ServerSettings, list[str]]:
+    """`current` with the values of `section` applied, and a line per value that was ignored.
+    No section, null or `[]` (how Lua clients such as Neovim's encode an empty table) change nothing."""
+    if section is None or section == []:
         return current, []
+    if not isinstance(section, Mapping):
+        return current, [f"{SECTION}: expected an object of settings, got {section!r}"]
     values, problems = {}, []
     for key, value in section.items():
         if key not in _KEYS:

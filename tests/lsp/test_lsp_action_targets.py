@@ -33,7 +33,16 @@ def test_a_json_looking_selection_anywhere_is_offered_fix_json():
     document = Document("file:///a.md", "markdown", 1, text)
     start = text.index("{")
     assert offered(document, params(document, start, start + 8)) == [
-        ("json", start, start + 8), ("markdown", start, start + 8), ("regenerate", start, start + 8)]
+        ("json", start, start + 8), ("regenerate", start, start + 8)]  # no Markdown rule is broken
+
+
+def test_a_selection_with_nothing_to_fix_is_not_offered_a_fix():
+    markdown = Document("file:///a.md", "markdown", 1, "# Title\n\nSome *good* text.\n")
+    assert offered(markdown, params(markdown, 0, len(markdown.text))) == [("regenerate", 0, len(markdown.text))]
+    broken = Document("file:///b.md", "markdown", 1, "Some *open text.\n")
+    assert ("markdown", 0, 16) in offered(broken, params(broken, 0, 16))
+    valid = Document("file:///a.json", "json", 1, '{"a": [1, 2]}')
+    assert offered(valid, params(valid, 0, len(valid.text))) == [("regenerate", 0, len(valid.text))]
 
 
 def test_a_selection_in_jsonc_is_offered_the_fix_that_keeps_comments():

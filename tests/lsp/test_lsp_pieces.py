@@ -2,13 +2,14 @@
 
 import json
 
+import pytest
 from lsprotocol.types import Command, Position
 
 from engine.drafts import InfillRequest
 from lsp.items import auto_paired_closers, items, placement
 from lsp.positions import UTF16, Lines
 from lsp.runs import continuation
-from lsp.settings import ServerSettings, merge, section_of
+from lsp.settings import ServerSettings, initialization_section, merge, section_of
 from lsp.telemetry import Telemetry, accept_command
 
 COMMAND = Command(title="t", command="c")
@@ -58,6 +59,21 @@ def test_settings_merge_keeps_good_values_and_reports_bad_ones():
     assert len(problems) == 3 and any("colour" in p for p in problems) and any("sideways" in p for p in problems)
     assert settings.engine_settings().denoise.max_steps == 8
     assert settings.enabled_for("python") and not settings.enabled_for("markdown")
+
+
+@pytest.mark.parametrize("payload", [
+    {"diffusionInfill": []},  # Neovim: an empty Lua table is encoded as a JSON array
+    {"diffusionInfill": None}, {"diffusionInfill": {}}, [], None, {},
+])
+def test_empty_or_missing_sections_change_nothing_and_say_nothing(payload):
+    for section in (section_of(payload), initialization_section(payload)):
+        assert merge(ServerSettings(), section) == (ServerSettings(), [])
+
+
+def test_initialization_options_may_hold_the_keys_directly_and_a_non_object_section_is_reported():
+    assert merge(ServerSettings(), initialization_section({"maxSteps": 4}))[0].max_steps == 4
+    settings, [problem] = merge(ServerSettings(), section_of({"diffusionInfill": "fast"}))
+    assert settings == ServerSettings() and "expected an object" in problem
 
 
 def test_continuation_warm_starts_only_when_the_user_typed_the_completion():

@@ -2,7 +2,9 @@
 // provides its inline completions and code actions, and this file paints the converging
 // `infill/draft` notifications as a decoration until the final item is shown.
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import {
+  DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, ServerOptions,
+} from 'vscode-languageclient/node';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
 
 const SECTION = 'diffusionInfill';
@@ -12,11 +14,20 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
   const [command, ...args] = config.get<string[]>('server.command', ['diffusion-infill', 'serve']);
-  const serverOptions: ServerOptions = { command, args, transport: TransportKind.stdio };
+  // stdio without `transport`: TransportKind.stdio would add a `--stdio` argument the server rejects
+  const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
     initializationOptions: { [SECTION]: serverSettings(config as unknown as Record<string, unknown>) },
-    synchronize: { configurationSection: SECTION },
+  };
+  // The server's keys only, pushed on change: the whole section (synchronize.configurationSection)
+  // would also send the extension's own keys (server.command, showDrafts, trace), which the server
+  // does not know and warns about at every start.
+  const pushSettings = (event: vscode.ConfigurationChangeEvent) => {
+    if (event.affectsConfiguration(SECTION)) {
+      const section = vscode.workspace.getConfiguration(SECTION) as unknown as Record<string, unknown>;
+      void client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: serverSettings(section) } });
+    }
   };
   client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
 
@@ -53,6 +64,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     client.onNotification('infill/draft', paint),
     vscode.window.onDidChangeTextEditorSelection(clear),
     vscode.workspace.onDidChangeTextDocument(clear),
+    vscode.workspace.onDidChangeConfiguration(pushSettings),
     vscode.window.onDidChangeActiveTextEditor(clear),
     client,
   );

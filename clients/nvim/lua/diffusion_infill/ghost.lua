@@ -96,6 +96,14 @@ function M.clear(buf)
   end
 end
 
+--- Clears a draft, but not a final item (of the plugin's own request).
+function M.clear_draft(buf)
+  local st = states[buf]
+  if st and st.shown and st.shown.hl == 'DiffusionInfillDraft' then
+    M.clear(buf)
+  end
+end
+
 function M.visible(buf)
   local st = states[buf or api.nvim_get_current_buf()]
   return st ~= nil and st.shown ~= nil

@@ -1,6 +1,23 @@
 --- :checkhealth diffusion_infill: the server command, the model and the server's status.
 local M = {}
 
+--- The server's process id. Neovim's LSP client keeps it to itself, so it is looked up among
+--- Neovim's child processes by the command's name; nil unless exactly one matches.
+local function server_pid(cmd)
+  local name = vim.fs.basename(cmd[1]):sub(1, 15) -- the kernel keeps 15 characters of a name
+  local found
+  for _, pid in ipairs(vim.api.nvim_get_proc_children(vim.fn.getpid())) do
+    local proc = vim.api.nvim_get_proc(pid)
+    if proc and proc.name == name then
+      if found then
+        return nil
+      end
+      found = pid
+    end
+  end
+  return found
+end
+
 function M.check()
   local health = vim.health
   local config = require('diffusion_infill.config')
@@ -34,7 +51,8 @@ function M.check()
     local status = require('diffusion_infill').status[client.id] or 'starting'
     local stopped = client.is_stopped and (vim.fn.has('nvim-0.11') == 1 and client:is_stopped() or client.is_stopped())
     local report = stopped and health.error or health.ok
-    report(('server running (client %d, pid %s, %s): %s'):format(client.id, tostring(client.rpc and client.rpc.pid or '?'),
+    local pid = server_pid(cmd)
+    report(('server running (client %d%s, %s): %s'):format(client.id, pid and (', pid ' .. pid) or '',
       client.offset_encoding, status))
   end
 end

@@ -14,6 +14,24 @@ local function native()
   return config.options.native
 end
 
+--- Drops vim.lsp.inline_completion's item in `buf`, and its pending request. After an edit the
+--- item is stale, yet it keeps redrawing it at the moved cursor until its next answer (beside
+--- our drafts) and would accept it. There is no public way to drop it: its completor is reached
+--- through vim.lsp._capability (0.12), else at least its extmark goes.
+local function native_hide(buf)
+  local capability = vim.lsp._capability
+  local completors = capability and capability.all and capability.all.inline_completion
+  local completor = completors and completors.active and completors.active[buf]
+  if completor and completor.abort then
+    if completor.reset_timer then
+      completor:reset_timer() -- a debounced request of its own would draw again
+    end
+    completor:abort()
+  else
+    api.nvim_buf_clear_namespace(buf, api.nvim_create_namespace('nvim.lsp.inline_completion'), 0, -1)
+  end
+end
+
 --- Asks vim.lsp.inline_completion to accept its item (all of it, or a word or line of it).
 --- Safe inside an <expr> mapping: the edit is scheduled.
 local function native_accept(buf, how)
@@ -46,20 +64,27 @@ function M.dismiss()
   local buf = api.nvim_get_current_buf()
   ghost.reset(buf)
   if native() then
-    vim.lsp.inline_completion.enable(false, { bufnr = buf })
-    vim.lsp.inline_completion.enable(true, { bufnr = buf })
+    native_hide(buf)
   end
 end
 
+--- The next or previous item. vim.lsp.inline_completion asks Automatic only (one item), so in
+--- native mode the first press asks for several (Invoked) and they are drawn and cycled here.
 function M.cycle(step)
-  if native() and not ghost.visible() then
-    return vim.lsp.inline_completion.select({ count = step })
+  local buf = api.nvim_get_current_buf()
+  if native() and not ghost.visible(buf) then
+    native_hide(buf)
   end
-  ghost.cycle(nil, step)
+  ghost.cycle(buf, step)
 end
 
+--- Asks on demand (Invoked: several items); drawn by the plugin, in native mode too.
 function M.trigger()
-  ghost.request(nil, 1)
+  local buf = api.nvim_get_current_buf()
+  if native() then
+    native_hide(buf)
+  end
+  ghost.request(buf, 1)
 end
 
 local actions = {
@@ -98,29 +123,54 @@ end
 
 --- vim.lsp.inline_completion draws an item with a `range` as an overlay, which would hide the
 --- code after a mid-line cursor; an empty range (insert at the cursor) means the same as none,
---- which it draws inline. So this client's answers lose their empty ranges before it sees them,
---- and the draft is cleared once the answer is drawn.
-local function drop_empty_ranges(client)
-  if client._diffusion_infill_request then
+--- which it draws inline. So its answers lose their empty ranges before it sees them, and the
+--- draft is cleared once the answer is drawn (an item of the plugin's own requests stays).
+local function native_answer(handler, buf)
+  return function(err, result, ctx, ...)
+    if vim.fn.bufwinid(buf) == -1 then
+      return -- the buffer left its window meanwhile: vim.lsp.inline_completion would fail drawing it
+    end
+    for _, item in ipairs(result and (result.items or result) or {}) do
+      if empty_range(item) then
+        item.range = nil
+      end
+    end
+    local value = handler(err, result, ctx, ...)
+    ghost.clear_draft(buf) -- the final item is drawn now: the draft goes without a blank frame
+    return value
+  end
+end
+
+--- A code action that cannot be carried out (the server's RequestFailed: the document changed,
+--- no valid fix) is told as one warning line instead of Neovim's raw error code.
+local function resolve_answer(handler)
+  return function(err, result, ctx, ...)
+    if err and err.code == vim.lsp.protocol.ErrorCodes.RequestFailed then
+      vim.notify('diffusion-infill: ' .. err.message, vim.log.levels.WARN)
+      return
+    end
+    return handler(err, result, ctx, ...)
+  end
+end
+
+--- Wraps the answers of this client's requests, whoever sends them (0.11+: client:request).
+local function wrap_requests(client)
+  if client._diffusion_infill_request or vim.fn.has('nvim-0.11') == 0 then
     return
   end
   local request = client.request
   client._diffusion_infill_request = request
   client.request = function(self, method, params, handler, ...)
-    if method == 'textDocument/inlineCompletion' and handler then
-      local inner = handler
-      handler = function(err, result, ctx, ...)
-        for _, item in ipairs(result and (result.items or result) or {}) do
-          if empty_range(item) then
-            item.range = nil
-          end
-        end
-        local value = inner(err, result, ctx, ...)
-        if ctx and ctx.bufnr then
-          ghost.clear(ctx.bufnr) -- the final item is drawn now: the draft goes without a blank frame
-        end
-        return value
+    if handler and method == 'textDocument/inlineCompletion' and native() then
+      local buf = vim.uri_to_bufnr(params.textDocument.uri)
+      if buf ~= api.nvim_get_current_buf() then
+        -- 0.12's vim.lsp.inline_completion asks for every buffer it was ever enabled in at any
+        -- InsertEnter, and fails drawing the answer of one that is not in a window.
+        return false
       end
+      handler = native_answer(handler, buf)
+    elseif handler and method == 'codeAction/resolve' then
+      handler = resolve_answer(handler)
     end
     return request(self, method, params, handler, ...)
   end
@@ -129,9 +179,16 @@ end
 local function on_attach(client, buf)
   ghost.attach(buf)
   map_keys(buf)
+  wrap_requests(client)
   if native() then
-    drop_empty_ranges(client)
     vim.lsp.inline_completion.enable(true, { bufnr = buf })
+    api.nvim_create_autocmd('TextChangedI', {
+      group = api.nvim_create_augroup('diffusion_infill_native_' .. buf, { clear = true }),
+      buffer = buf,
+      callback = function()
+        native_hide(buf)
+      end,
+    })
   end
 end
 
@@ -158,8 +215,9 @@ local function client_config(buf)
     cmd = opts.cmd,
     root_dir = root,
     capabilities = capabilities,
-    init_options = { diffusionInfill = opts.settings },
-    settings = { diffusionInfill = opts.settings },
+    -- No settings: none sent (an empty Lua table would go out as the JSON array `[]`).
+    init_options = next(opts.settings) and { diffusionInfill = opts.settings } or nil,
+    settings = next(opts.settings) and { diffusionInfill = opts.settings } or nil,
     handlers = {
       ['infill/draft'] = ghost.on_draft,
       ['window/showMessage'] = function(err, result, ctx)
@@ -180,11 +238,23 @@ function M.start(buf)
   return vim.lsp.start(client_config(buf), { bufnr = buf })
 end
 
+--- Ghost text colours, for true colour and 256-colour terminals (the default colour scheme gives
+--- Comment and NonText no cterm colour: ghost text would look like code). The converging draft
+--- is darker than the final item. vim.lsp.inline_completion draws its item as ComplHint (a
+--- link to NonText, the draft's grey): while it is Neovim's default, it takes the final item's look.
+local function highlights()
+  api.nvim_set_hl(0, 'DiffusionInfillGhost', { fg = '#9b9ea4', ctermfg = 248, italic = true, default = true })
+  api.nvim_set_hl(0, 'DiffusionInfillDraft', { fg = '#5c6066', ctermfg = 240, italic = true, default = true })
+  if native() and api.nvim_get_hl(0, { name = 'ComplHint' }).link == 'NonText' then
+    api.nvim_set_hl(0, 'ComplHint', { link = 'DiffusionInfillGhost' })
+  end
+end
+
 function M.setup(opts)
   config.set(opts)
-  api.nvim_set_hl(0, 'DiffusionInfillGhost', { link = 'Comment', default = true })
-  api.nvim_set_hl(0, 'DiffusionInfillDraft', { link = 'NonText', default = true })
+  highlights()
   local group = api.nvim_create_augroup('diffusion_infill', { clear = true })
+  api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
   api.nvim_create_autocmd('FileType', {
     group = group,
     pattern = config.options.filetypes,

@@ -1,0 +1,168 @@
+"""clients/nvim as a user sees it: Neovim's own terminal UI in tmux (256 colours, no true
+colour), set up exactly as the README says (`setup({ cmd = ... })`, no settings), keys typed
+through the terminal and the screen read back, on 0.12's native inline completion and on the
+plugin's own drawing. Headless Neovim never draws, so only this catches what is (not) on screen.
+
+The embedded model is weak: at a given cursor it may answer nothing, so tests that need a
+suggestion try the cursors of test_nvim until one gets one."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from pathlib import Path
+
+import pytest
+from nvim_driver import Terminal, start_terminal
+from screenshot import save_terminal
+from test_nvim import CODE, CURSORS, FINAL
+
+IMAGE = Path(__file__).resolve().parents[2] / "docs" / "img" / "nvim.png"
+READY = ("(function() local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+         "local s = c and require('diffusion_infill').status[c.id]; return s and s:match('ready') end)()")
+RECORD_DRAFTS = """
+_G.drafts = {}
+vim.api.nvim_create_autocmd('User', { pattern = 'DiffusionInfillDraft', callback = function(ev)
+  table.insert(_G.drafts, { draft = ev.data })
+end })
+"""
+GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
+_files = itertools.count()
+
+
+@pytest.fixture(scope="module", params=["native", "own"])
+def terminal(request, model_dir, tmp_path_factory):
+    native = request.param == "native"
+    workdir = tmp_path_factory.mktemp("tui")
+    setup = "require('diffusion_infill').setup({ cmd = cmd })" if native else \
+        "require('diffusion_infill').setup({ cmd = cmd, native = false })"
+    editor = start_terminal(model_dir, workdir / "t.json", workdir, setup)
+    editor.workdir, editor.native = workdir, native
+    if native and not editor.lua("return vim.lsp.inline_completion ~= nil"):
+        editor.close()
+        pytest.skip("this Neovim has no vim.lsp.inline_completion (0.12+)")
+    yield editor
+    editor.close()
+
+
+def open_file(terminal: Terminal) -> None:
+    """Opens CODE as a new Python file, typed as `:edit`, and waits until the model is loaded."""
+    name = f"sample_{next(_files)}.py"
+    (terminal.workdir / name).write_text(CODE)
+    terminal.type("Escape", f":edit {name}", "Enter")
+    terminal.wait("vim.api.nvim_get_mode().mode == 'n' and vim.bo.filetype == 'python'", 30)
+    terminal.wait(READY, 180)
+    terminal.lua(RECORD_DRAFTS)
+
+
+def line_on_screen(terminal: Terminal, row: int, colours: bool = False) -> str:
+    return terminal.screen(colours).split("\n")[row]
+
+
+def wait_or_none(terminal: Terminal, condition: str, timeout: float):
+    try:
+        return terminal.wait(condition, timeout)
+    except TimeoutError:
+        return None
+
+
+def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
+    """Insert mode at the cursors in turn until one gets a suggestion that is drawn on screen;
+    returns (row, col, its first line, the cursor's screen line (with colours) at each change
+    until then: the suggestion converging)."""
+    for row, col in CURSORS:
+        open_file(terminal)
+        terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
+        frames, deadline = [], time.monotonic() + 120
+        while not (final := terminal.lua(f"return {FINAL}")):
+            frame = line_on_screen(terminal, row, colours=True)
+            if not frames or frames[-1] != frame:
+                frames.append(frame)
+            if time.monotonic() > deadline:
+                raise TimeoutError("no final draft")
+            time.sleep(0.02)
+        text = final["text"].split("\n")[0]
+        if text:
+            line = CODE.split("\n")[row]
+            shown = line[:col] + text + line[col:]
+            terminal.wait_screen(lambda screen, row=row, shown=shown: screen.split("\n")[row].rstrip() == shown)
+            return row, col, text, [*frames, line_on_screen(terminal, row, colours=True)]
+    pytest.fail(f"none of {len(CURSORS)} mid-line cursors got a suggestion")
+
+
+def test_readme_setup_shows_ghost_text_and_no_message(terminal):
+    row, col, text, frames = suggestion(terminal)  # a prompt on screen would have failed every RPC call
+    messages = terminal.lua("return vim.fn.execute('messages')")
+    assert "diffusion" not in messages and "Press ENTER" not in terminal.screen()
+    coloured = line_on_screen(terminal, row, colours=True)
+    assert re.search(rf"\x1b\[[0-9;]*{GHOST}m{re.escape(text[:1])}", coloured), coloured  # visibly not code
+    if terminal.native:
+        IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        save_terminal(frames, IMAGE)
+
+
+def test_drafts_are_darker_than_the_final_suggestion(terminal):
+    open_file(terminal)
+    terminal.lua("require('diffusion_infill.config').options.auto_trigger = false")
+    terminal.type(":call cursor(12, 5)", "Enter", "i")
+    terminal.wait("vim.api.nvim_get_mode().mode == 'i'")
+    terminal.lua("""
+        local client = vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' })[1]
+        local buf = vim.api.nvim_get_current_buf()
+        require('diffusion_infill.ghost').on_draft(nil, {
+          uri = vim.uri_from_bufnr(buf), version = vim.lsp.util.buf_versions[buf], step = 1, final = false,
+          text = 'draft', position = vim.lsp.util.make_position_params(0, client.offset_encoding).position,
+        }, { client_id = client.id })""")
+    terminal.wait_screen(lambda screen: "draftprint" in screen)
+    coloured = line_on_screen(terminal, 11, colours=True)
+    assert re.search(rf"\x1b\[[0-9;]*{DRAFT}m", coloured) and DRAFT != GHOST, coloured
+    terminal.lua("require('diffusion_infill.config').options.auto_trigger = true")
+
+
+def test_typing_drops_the_suggestion_at_once(terminal):
+    row, col, text, _ = suggestion(terminal)
+    typed = "#" if not text.startswith("#") else "@"
+    terminal.type("-l", typed)
+    line = CODE.split("\n")[row]
+    first = terminal.wait_screen(lambda screen: typed in screen.split("\n")[row]).split("\n")[row]
+    assert first.rstrip() == line[:col] + typed + line[col:]  # the frame that shows the key shows nothing stale
+
+
+def test_trigger_and_cycle_keys_draw_their_items(terminal):
+    terminal.lua("""
+        _G.kinds = {}
+        local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
+        local request = client.request
+        client.request = function(self, method, params, ...)
+          if method == 'textDocument/inlineCompletion' then table.insert(_G.kinds, params.context.triggerKind) end
+          return request(self, method, params, ...)
+        end""")
+    for row, col in CURSORS:
+        open_file(terminal)
+        terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
+        terminal.wait(f"{FINAL} or false", 120)  # the automatic request's answer, drawn or empty
+        terminal.lua("_G.drafts = {}; _G.kinds = {}")
+        terminal.type("M-\\")  # trigger: Invoked, several items
+        terminal.wait(f"{FINAL} or false", 120)
+        items = wait_or_none(terminal, "#require('diffusion_infill.ghost').items() > 0 and "
+                             "require('diffusion_infill.ghost').items()", 10)
+        if items:
+            break
+    else:
+        pytest.fail(f"none of {len(CURSORS)} mid-line cursors got an item")
+    assert terminal.lua("return _G.kinds") == [1]  # Invoked
+
+    def shown(index: int) -> str:
+        text = items[index]["insertText"].split("\n")[0]
+        line = CODE.split("\n")[row]
+        return line[:col] + text + line[col:]
+
+    terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(0))
+    terminal.type("M-]")  # next: the second item, or with one item an Invoked request for more
+    if len(items) > 1:
+        terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(1))
+    else:
+        terminal.wait("#_G.kinds == 2")
+        assert terminal.lua("return _G.kinds") == [1, 1]
+    assert "(1/1)" not in terminal.screen()
