@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
-    complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:11:37")
+    complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:10:24")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     _engine_options(complete)
     _model_options(complete)

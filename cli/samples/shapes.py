@@ -1,4 +1,4 @@
-"""A small sample file for the quick start: complete the unfinished line in `area`."""
+"""A small sample file for the quick start: complete the unfinished signature of `area`."""
 
 import math
 
@@ -7,8 +7,8 @@ class Circle:
     def __init__(self, radius: float) -> None:
         self.radius = radius
 
-    def area(self) -> float:
-        return math.pi * self.radius
+    def area(self) -> f
+        return math.pi * self.radius ** 2
 
 
 def describe(shapes: list[Circle]) -> str:
