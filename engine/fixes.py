@@ -6,6 +6,11 @@ comments and trailing commas are blanked out; Markdown must pass engine.markdown
 a regenerated selection must keep the file's closure), and keeps the valid candidate
 that loses the least of what the user wrote, then has the smallest edit. When none is
 valid the result says why and carries the text unchanged.
+
+A model's candidate for a fix may drop or move what the user wrote but never add to it:
+a JSON or Markdown candidate with a word or number the selection lacks (other than
+`null` for a missing JSON value) is not considered, and neither is any candidate that
+holds a special token's text (`<end>`, `<eos>` ...) more often than the selection does.
 """
 
 from __future__ import annotations
@@ -85,6 +90,18 @@ def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bo
     return ranked[0] if ranked else None
 
 
+def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, str], Counter]) -> list[Candidate]:
+    """The candidates a fix may choose from: every deterministic one, and the model's that add
+    nothing to `original` (`adds(original, candidate)` is empty)."""
+    return [candidate for candidate in candidates
+            if candidate.source != "diffusion" or not adds(original, candidate.text)]
+
+
+def added_words(original: str, candidate: str) -> Counter:
+    """Words `candidate` has that `original` lacks (Markdown)."""
+    return Counter(_WORD.findall(candidate)) - Counter(_WORD.findall(original))
+
+
 def _loads(text: str) -> bool:
     try:
         json.loads(text)
@@ -131,7 +148,11 @@ class Fixer:
         except (RuntimeError, ValueError) as error:  # e.g. out of memory on a long selection: keep the others
             log.warning("diffusion repair failed: %s", error)
             return []
-        return [Candidate(text, "diffusion") for text in filled]
+        return [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
+
+    def _leaks(self, original: str, candidate: str) -> bool:
+        """Whether a special token's text is in `candidate` more often than in `original`."""
+        return any(candidate.count(special) > original.count(special) for special in self.repairer.special_texts)
 
     def fix_json(self, text: str, around: Surroundings = Surroundings(), jsonc: bool = False) -> FixResult:
         """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
@@ -153,12 +174,12 @@ class Fixer:
             candidates += self._diffusion(text, changed_spans(text, structural), around)
         damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
-        written = jsonfix.atoms(text)
+        written = jsonfix.words(text)
 
         def lost(candidate: str) -> int:
-            return sum((written - jsonfix.value_atoms(json.loads(_as_json(candidate, jsonc)))).values())
+            return sum((written - jsonfix.words(candidate)).values())
 
-        ranked = rank(text, candidates, valid, lost)
+        ranked = rank(text, admissible(text, candidates, jsonfix.added), valid, lost)
         return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
@@ -177,7 +198,7 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - Counter(_WORD.findall(candidate))).values())
 
-        ranked = rank(text, candidates, markdown_validator(deterministic), lost)
+        ranked = rank(text, admissible(text, candidates, added_words), markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 
@@ -216,7 +237,7 @@ class Fixer:
             filled = self.repairer.regenerate(around.before, text, around.after)
         except (RuntimeError, ValueError) as error:
             return FixResult(text, False, f"regeneration failed: {error}")
-        candidates = [Candidate(candidate, "diffusion") for candidate in filled]
+        candidates = [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
         for candidate in candidates:
             if candidate.text.strip() and candidate.text != text \
                     and closure.check(around.before, candidate.text, around.after, around.language).valid:

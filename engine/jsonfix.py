@@ -431,9 +431,13 @@ class _Parser:
             del self.out.pieces[written]  # trailing comma: dropped
         return True
 
-    def document(self) -> str:
+    def document(self) -> str | None:
         """One value; more values after it (newline-delimited JSON) become the items of an array,
-        and what is left that cannot start a value (closers, prose after the JSON) is dropped."""
+        and what is left that cannot start a value (closers, prose after the JSON) is dropped.
+        None when the text holds no value at all (only punctuation)."""
+        first = self.peek()
+        if first is None or (first.kind == "punct" and first.text not in _OPENERS):
+            return None
         self.value()
         values = 1
         while (token := self.peek()) is not None:
@@ -551,38 +555,25 @@ def damage(text: str) -> list[Damage]:
     return sorted(set(found), key=lambda item: (item.start, item.end))
 
 
-def atoms(text: str) -> Counter:
-    """Every key and scalar the user wrote, normalised, as the lenient tokenizer reads them."""
-    found: Counter = Counter()
-    for token in tokenize(text):
-        if token.kind == "string":
-            try:
-                found["s:" + json.loads(token.text)] += 1
-            except json.JSONDecodeError:
-                found["s:" + token.text[1:-1]] += 1
-        elif token.kind == "number":
-            found["n:" + repr(float(token.text))] += 1
-        elif token.kind == "word":
-            literal = _LITERALS.get(token.text)
-            found[("l:" + literal) if literal else ("s:" + token.text)] += 1
-    return found
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+_WORDS = re.compile(r"\w+")
 
 
-def value_atoms(value: object) -> Counter:
-    """The keys and scalars of a loaded JSON value, normalised like `atoms`."""
-    found: Counter = Counter()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            found.update("s:" + key for key in item)
-            stack += item.values()
-        elif isinstance(item, list):
-            stack += item
-        elif isinstance(item, bool) or item is None:
-            found["l:" + json.dumps(item)] += 1
-        elif isinstance(item, int | float):
-            found["n:" + repr(float(item))] += 1
-        else:
-            found["s:" + item] += 1
-    return found
+def _unescape(match: re.Match) -> str:
+    try:
+        return json.loads('"' + match.group() + '"')
+    except json.JSONDecodeError:
+        return match.group()[1:]
+
+
+def words(text: str) -> Counter:
+    """The words and numbers in a text, escapes decoded and Python literals as JSON's: what a
+    repair keeps (or loses), and what a model's candidate may not add to."""
+    return Counter(_LITERALS.get(word, word) for word in _WORDS.findall(_ESCAPE.sub(_unescape, text)))
+
+
+def added(original: str, candidate: str) -> Counter:
+    """Words and numbers `candidate` has that `original` lacks; `null` (a missing value) is not counted."""
+    extra = words(candidate) - words(original)
+    del extra["null"]
+    return extra

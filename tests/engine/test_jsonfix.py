@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from engine.jsonfix import atoms, comments, damage, strip_jsonc, structural_repair, value_atoms
+from engine.jsonfix import added, comments, damage, strip_jsonc, structural_repair, words
 
 INTENDED = {"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}
 
@@ -62,9 +62,22 @@ def test_damage_points_at_the_broken_place():
     assert any(item.start <= text.index(",,") + 1 <= max(item.end, item.start + 1) for item in found)
 
 
-def test_atoms_of_the_broken_text_match_the_atoms_of_the_intended_value():
-    assert atoms(BROKEN["python literals"]) == value_atoms(INTENDED)
-    assert atoms(BROKEN["single quotes"]) == value_atoms(INTENDED)
+def test_the_words_of_the_broken_text_are_the_words_of_the_intended_value():
+    for kind in ("python literals", "single quotes", "unquoted keys"):
+        assert words(BROKEN[kind]) == words(json.dumps(INTENDED))
+    bare, quoted = '{"when": 2024-10-18T18:35:22Z, "s": "tab\\tx"}', '{"when": "2024-10-18T18:35:22Z", "s": "tab\tx"}'
+    assert words(bare) == words(quoted)
+
+
+def test_added_counts_what_a_candidate_has_beyond_the_text_except_null():
+    assert added('{"a": [1, 2, ...], "b": }', '{"a": [1, 2], "b": null}') == Counter()
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 3]}') == Counter({"3": 1})
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 2]}') == Counter({"2": 1})  # a copy is content too
+    assert added('{"a": }', '{"a": 0, "zz": null}') == Counter({"0": 1, "zz": 1})
+
+
+def test_punctuation_alone_is_not_a_document():
+    assert structural_repair(":,]") is None
 
 
 def test_closers_swallowed_by_an_unclosed_string_go_back_to_the_structure():
