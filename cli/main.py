@@ -115,18 +115,18 @@ def _complete(args: argparse.Namespace) -> int:
 def _fix(args: argparse.Namespace) -> int:
     import torch
 
-    from cli.fix import RangeError, Selection, run
+    from cli.fix import FixInputError, Selection, read_source, run
     from engine.fixes import Fixer
     from engine.loading import ModelLoadError, load
     from engine.repair import DiffusionRepairer, RepairSettings
 
     torch.manual_seed(args.seed)
     try:
-        text = args.path.read_text(encoding="utf-8")
+        text = read_source(args.path)
         selection = Selection.parse(args.range, text)
         loaded = None if args.no_model else load(args.model, args.device, args.dtype,
                                                  trust_remote_code=args.trust_remote_code)
-    except (RangeError, OSError, ModelLoadError) as error:
+    except (FixInputError, OSError, ModelLoadError) as error:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
     canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
@@ -134,8 +134,9 @@ def _fix(args: argparse.Namespace) -> int:
     try:
         unavailable = "--no-model was given" if loaded is None else \
             f"{loaded.source} was not trained on the infill canvas"
-        return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write)
-    except RangeError as error:
+        return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write,
+                   ranged=args.range is not None)
+    except FixInputError as error:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
 

@@ -51,6 +51,7 @@ class FixResult:
     source: str | None = None  # which kind of candidate won
     tried: int = 0  # candidates validated
     valid_sources: tuple[str, ...] = ()  # the source of every distinct valid candidate, best first
+    already_valid: bool = False  # not fixed because nothing is broken
 
 
 def edit_size(before: str, after: str) -> int:
@@ -166,7 +167,7 @@ class Fixer:
         if not text.strip():
             return FixResult(text, False, "the selection is empty")
         if valid(text):
-            return FixResult(text, False, f"the selection is already valid {dialect}")
+            return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
         candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
         if structural is not None:
@@ -189,7 +190,7 @@ class Fixer:
     def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         found = markdown_rules.problems(text)
         if not found:
-            return FixResult(text, False, "no Markdown structure problems in the selection")
+            return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
         deterministic = markdown_rules.fix(text)
         spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
         candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
