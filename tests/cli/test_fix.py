@@ -43,7 +43,7 @@ def test_markdown_file_is_fixed_whole(tmp_path, capsys):
     source = tmp_path / "table.md"
     source.write_text("| a | b |\n|---|---|\n| 1 |\n")
     assert main(["fix", str(source), "--json", "--no-model"]) == 0
-    assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 |  |\n"
+    assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 | |\n"
 
 
 def test_a_jsonc_file_keeps_its_comments_and_trailing_commas(tmp_path, capsys):
