@@ -1,7 +1,9 @@
 """`diffusion-infill fix PATH [--range L1:C1-L2:C2]`: the code actions, headless.
 
 The whole file, or the range, is fixed as JSON or Markdown (or regenerated) by the same
-engine.fixes code the server uses; the file is written only with --write.
+engine.fixes code the server uses; the file is written only with --write. A file that
+is not UTF-8 is an input error (one line, exit 2); one with nothing to fix is a success
+(exit 0, nothing written), and without --range the messages speak of the file.
 """
 
 from __future__ import annotations
@@ -75,16 +77,20 @@ def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Pat
     return action[pick_kind(kind, path, selected)](selected, around)
 
 
-def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as_json: bool, write: bool) -> int:
-    """Prints the fixed text (or one JSON object); 0 when fixed, 1 when no valid fix exists."""
+def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as_json: bool, write: bool,
+        ranged: bool = True) -> int:
+    """Prints the fixed text (or one JSON object); 0 when fixed or nothing is broken, 1 when no
+    valid fix exists. `ranged`: a --range was given (else the reasons speak of the file)."""
     result = fix_text(fixer, kind, text, selection, path)
     whole = text[: selection.start] + result.text + text[selection.end :]
+    reason = result.reason if ranged or result.reason is None else result.reason.replace("the selection", "the file")
     if write and result.fixed:
         path.write_text(whole, encoding="utf-8")
     if as_json:
-        print(json.dumps({"text": whole, "fixed": result.fixed, "reason": result.reason}))
+        print(json.dumps({"text": whole, "fixed": result.fixed, "reason": reason}))
     else:
         sys.stdout.write(whole)
         if not result.fixed:
-            print(f"diffusion-infill: not fixed: {result.reason}", file=sys.stderr)
-    return 0 if result.fixed else 1
+            verdict = "nothing to fix" if result.already_valid else "not fixed"
+            print(f"diffusion-infill: {verdict}: {reason}", file=sys.stderr)
+    return 0 if result.fixed or result.already_valid else 1

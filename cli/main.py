@@ -161,12 +161,13 @@ def _fix(args: argparse.Namespace) -> int:
     server = None if args.no_model else remote.remote_settings(args)
     if server is not None:
         return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
-                   selection, args.kind, args.json, args.write)
+                   selection, args.kind, args.json, args.write, ranged=args.range is not None)
     loaded = None if args.no_model else _load(args)
     canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
     unavailable = "--no-model was given" if loaded is None else f"{loaded.source} was not trained on the infill canvas"
-    return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write)
+    return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write,
+               ranged=args.range is not None)
 
 
 def _tcp_address(value: str) -> tuple[str, int]:

@@ -6,6 +6,11 @@ comments and trailing commas are blanked out; Markdown must pass engine.markdown
 a regenerated selection must keep the file's closure), and keeps the valid candidate
 that loses the least of what the user wrote, then has the smallest edit. When none is
 valid the result says why and carries the text unchanged.
+
+A model's candidate for a fix may drop or move what the user wrote but never add to it:
+a JSON or Markdown candidate with a word or number the selection lacks (other than
+`null` for a missing JSON value) is not considered, and neither is any candidate that
+holds a special token's text (`<end>`, `<eos>` ...) more often than the selection does.
 """
 
 from __future__ import annotations
@@ -46,18 +51,38 @@ class FixResult:
     source: str | None = None  # which kind of candidate won
     tried: int = 0  # candidates validated
     valid_sources: tuple[str, ...] = ()  # the source of every distinct valid candidate, best first
+    already_valid: bool = False  # not fixed because nothing is broken
+
+
+def _opcodes(before: str, after: str) -> list[tuple[str, int, int, int, int]]:
+    """Character-level differences, found line by line first: a character-level match of two
+    whole documents is quadratic (minutes for a 50 kB README), of the changed lines it is not."""
+    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    old_starts, new_starts = [0], [0]
+    for line in old_lines:
+        old_starts.append(old_starts[-1] + len(line))
+    for line in new_lines:
+        new_starts.append(new_starts[-1] + len(line))
+    codes = []
+    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in lines.get_opcodes():
+        a, b = old_starts[i1], new_starts[j1]
+        if tag == "equal":
+            continue
+        chars = difflib.SequenceMatcher(None, before[a : old_starts[i2]], after[b : new_starts[j2]], autojunk=False)
+        codes += [(code, a + k1, a + k2, b + m1, b + m2) for code, k1, k2, m1, m2 in chars.get_opcodes()
+                  if code != "equal"]
+    return codes
 
 
 def edit_size(before: str, after: str) -> int:
     """Characters inserted, deleted or replaced to turn `before` into `after`."""
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    return sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in _opcodes(before, after))
 
 
 def changed_spans(before: str, after: str) -> list[Span]:
     """Where `after` differs from `before`, as spans of `before`: where a repair touched the text."""
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    return [Span(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"]
+    return [Span(i1, i2) for _, i1, i2, _, _ in _opcodes(before, after)]
 
 
 Cost = int | tuple[int, ...]
@@ -83,6 +108,18 @@ def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bo
     """The valid candidate that loses the least content, then changes the fewest characters."""
     ranked = rank(original, candidates, valid, lost)
     return ranked[0] if ranked else None
+
+
+def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, str], Counter]) -> list[Candidate]:
+    """The candidates a fix may choose from: every deterministic one, and the model's that add
+    nothing to `original` (`adds(original, candidate)` is empty)."""
+    return [candidate for candidate in candidates
+            if candidate.source != "diffusion" or not adds(original, candidate.text)]
+
+
+def added_words(original: str, candidate: str) -> Counter:
+    """Words `candidate` has that `original` lacks (Markdown)."""
+    return Counter(_WORD.findall(candidate)) - Counter(_WORD.findall(original))
 
 
 def _loads(text: str) -> bool:
@@ -136,7 +173,11 @@ class Fixer:
         except (RuntimeError, ValueError) as error:  # e.g. out of memory on a long selection: keep the others
             log.warning("diffusion repair failed: %s", error)
             return []
-        return [Candidate(text, "diffusion") for text in filled]
+        return [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
+
+    def _leaks(self, original: str, candidate: str) -> bool:
+        """Whether a special token's text is in `candidate` more often than in `original`."""
+        return any(candidate.count(special) > original.count(special) for special in self.repairer.special_texts)
 
     def fix_json(self, text: str, around: Surroundings = Surroundings(), jsonc: bool = False) -> FixResult:
         """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
@@ -150,7 +191,7 @@ class Fixer:
         if not text.strip():
             return FixResult(text, False, "the selection is empty")
         if valid(text):
-            return FixResult(text, False, f"the selection is already valid {dialect}")
+            return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
         candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
         if structural is not None:
@@ -158,12 +199,12 @@ class Fixer:
             candidates += self._diffusion(text, changed_spans(text, structural), around)
         damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
-        written = jsonfix.atoms(text)
+        written = jsonfix.words(text)
 
         def lost(candidate: str) -> int:
-            return sum((written - jsonfix.value_atoms(json.loads(_as_json(candidate, jsonc)))).values())
+            return sum((written - jsonfix.words(candidate)).values())
 
-        ranked = rank(text, candidates, valid, lost)
+        ranked = rank(text, admissible(text, candidates, jsonfix.added), valid, lost)
         return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
@@ -173,7 +214,7 @@ class Fixer:
     def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         found = markdown_rules.problems(text)
         if not found:
-            return FixResult(text, False, "no Markdown structure problems in the selection")
+            return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
         deterministic = markdown_rules.fix(text)
         spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
         candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
@@ -182,7 +223,7 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - Counter(_WORD.findall(candidate))).values())
 
-        ranked = rank(text, candidates, markdown_validator(deterministic), lost)
+        ranked = rank(text, admissible(text, candidates, added_words), markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 
@@ -221,7 +262,7 @@ class Fixer:
             filled = self.repairer.regenerate(around.before, text, around.after)
         except (RuntimeError, ValueError) as error:
             return FixResult(text, False, f"regeneration failed: {error}")
-        candidates = [Candidate(candidate, "diffusion") for candidate in filled]
+        candidates = [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
         for candidate in candidates:
             if candidate.text.strip() and candidate.text != text \
                     and closure.check(around.before, candidate.text, around.after, around.language).valid:

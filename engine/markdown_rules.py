@@ -5,33 +5,58 @@ Rules (each Problem names one, with the span it covers):
   number of cells; the fix adds the missing cells and, when a row has more cells than
   the header, widens the header and delimiter row instead of dropping the extra cells;
 - "fence": a code fence opened is closed; the fix closes it at the end of the text;
-- "emphasis": `**`, `__`, single `*` and inline code backticks are balanced on a line;
-  the fix closes them at the end of the line;
+- "fence-blank" (markdownlint MD031): a fence has a blank line before it (unless it
+  starts the text) and after its closing line (unless that ends the text); the fix
+  inserts one (in a block quote, an empty quoted line);
+- "fence-language" (markdownlint MD040): an opening fence names its language; the fix
+  adds `json` for text that loads as JSON, `sh` for shell commands, else `text`;
+- "emphasis": `**`, `__`, single `*` and inline code backticks are balanced in a
+  paragraph (they may span its lines, as in CommonMark); the fix closes an unclosed one
+  at the end of the line it opened on. Only openers and closers count: an asterisk
+  between spaces, between two letters or between two punctuation marks is literal;
 - "list": the items of one list use one bullet marker (`-`, `*` or `+`) or one ordered
   delimiter (`.` or `)`); the fix uses the first item's.
-Lines are read as CommonMark does for these constructs; content inside code fences is
-never checked.
+Lines are read as CommonMark does for these constructs (fences may be indented inside
+list items and quoted in block quotes); content inside code fences is never checked. A
+fix changes only what a rule names: every other line stays byte for byte.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A fence line: any indentation (list items indent theirs), inside any block quote prefix.
+_FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})")
+_QUOTE_PREFIX = re.compile(r"^(?:[ \t]*>)*")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+# The start of an HTML block, as CommonMark reads it: kinds 1-5 (raw text tags, comments,
+# processing instructions, declarations, CDATA) end at their own closer; kind 6 (block-level
+# tags), and kind 7 (any tag alone on its line, only after a blank line), at a blank line.
+_HTML_CLOSED_BY = ((re.compile(r"^ {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE), None),
+                   (re.compile(r"^ {0,3}<!--"), "-->"), (re.compile(r"^ {0,3}<\?"), "?>"),
+                   (re.compile(r"^ {0,3}<![A-Za-z]"), ">"), (re.compile(r"^ {0,3}<!\[CDATA\["), "]]>"))
+_HTML_BLOCK = re.compile(
+    r"^ {0,3}</?(?:address|article|aside|blockquote|body|center|details|dialog|dd|div|dl|dt|figcaption|figure|"
+    r"footer|form|h[1-6]|header|hr|li|main|nav|ol|p|picture|section|source|summary|table|tbody|td|tfoot|th|thead|"
+    r"tr|ul)(?:\s|/?>|$)", re.IGNORECASE)
+_HTML_TAG_LINE = re.compile(r"^ {0,3}</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>\s*$")
+_ESCAPED = re.compile(r"\\.")
+_SHELL = re.compile(r"^\s*(\$ |(pip|pip3|npm|npx|git|cd|python|python3|uv|make|curl|docker|export|conda|brew|apt|"
+                    r"apt-get|sudo|pytest|nvim|code)\b)")
 _DELIMITER_CELL = re.compile(r"^\s*:?-{1,}:?\s*$")
 _BULLET = re.compile(r"^(\s*)([-*+])(\s+)(?=\S)")
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})([.)])(\s+)(?=\S)")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _BACKTICK_RUN = re.compile(r"`+")
-_STRONG = re.compile(r"\*\*|__")
+_EMPHASIS = re.compile(r"\*\*|__|\*")
 _HORIZONTAL_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 
 
 @dataclass(frozen=True)
 class Problem:
-    rule: str  # "table", "fence", "emphasis" or "list"
+    rule: str  # "table", "fence", "fence-blank", "fence-language", "emphasis" or "list"
     start: int  # character offsets of what the problem covers
     end: int
     message: str
@@ -42,26 +67,62 @@ class _Line:
     start: int  # offset of the line's first character
     text: str  # without its line break
     in_code: bool  # inside a fenced code block, fences included
+    fence: str = ""  # "open" or "close" for a fence line
 
 
-def _closes(fence: str, match: re.Match, line: str) -> bool:
-    """Whether a fence line closes the open `fence`: same character, at least as long, nothing after."""
-    marker = match.group(1)
-    return marker[0] == fence[0] and len(marker) >= len(fence) and not line[match.end():].strip()
+def _opening(line: str) -> re.Match | None:
+    """The fence a line opens, if it opens one: a backtick fence's info string has no backtick
+    (```` ```x``` ```` is inline code)."""
+    match = _FENCE.match(line)
+    if match and match.group(2)[0] == "`" and "`" in line[match.end():]:
+        return None
+    return match
+
+
+def _closes(fence: str, line: str) -> bool:
+    """Whether a line closes the open `fence`: same character, at least as long, nothing after."""
+    match = _FENCE.match(line)
+    return match is not None and match.group(2)[0] == fence[0] and len(match.group(2)) >= len(fence) \
+        and not line[match.end():].strip()
 
 
 def _lines(text: str) -> list[_Line]:
-    lines, offset, fence = [], 0, None
+    """The lines, each marked when it is code: in a fence, or in an HTML block (which runs to
+    a blank line and swallows fences written inside it, as CommonMark reads them)."""
+    lines, offset, fence, html, previous_blank = [], 0, None, None, True
     for raw in text.split("\n"):
-        match = _FENCE.match(raw)
-        in_code = fence is not None or match is not None
-        if match and fence is None:
-            fence = match.group(1)
-        elif match and _closes(fence, match, raw):
-            fence = None
-        lines.append(_Line(offset, raw, in_code))
+        kind = ""
+        if fence is None and html is None:
+            html = _html_start(raw, previous_blank)
+        if html is not None:
+            lines.append(_Line(offset, raw, True))
+            offset += len(raw) + 1
+            previous_blank = False
+            html = None if (html == "" and not raw.strip()) or (html and html in raw) else html
+            continue
+        previous_blank = not raw.strip()
+        if fence is None and (match := _opening(raw)):
+            fence, kind = match.group(2), "open"
+        elif fence is not None and _closes(fence, raw):
+            fence, kind = None, "close"
+        lines.append(_Line(offset, raw, fence is not None or kind == "close", kind))
         offset += len(raw) + 1
     return lines
+
+
+def _html_start(line: str, after_blank: bool) -> str | None:
+    """What ends the HTML block this line starts ("" for a blank line), or None when it starts none."""
+    for pattern, closer in _HTML_CLOSED_BY:
+        if match := pattern.match(line):
+            return closer if closer is not None else f"</{match.group(1).lower()}>"
+    if _HTML_BLOCK.match(line) or (after_blank and _HTML_TAG_LINE.match(line)):
+        return ""
+    return None
+
+
+def _blank(line: str) -> bool:
+    """Blank, or blank inside its block quote."""
+    return not line[_QUOTE_PREFIX.match(line).end():].strip()
 
 
 def _cell_spans(row: str) -> list[tuple[int, int]]:
@@ -133,39 +194,102 @@ def _fixed_table(table: _Table) -> list[str]:
         if len(parts) == width:
             out.append(row.text)
             continue
-        filler = " --- " if position == 1 else "  "
+        spaced = not parts or parts[0].startswith(" ")  # the row's own style (markdownlint MD060)
+        cell = "---" if position == 1 else ""
+        filler = (f" {cell} " if cell else " ") if spaced else cell
         out.append(_row_text(row.text, parts + [filler] * (width - len(parts))))
     return out
 
 
-def _strip_code(line: str) -> str:
-    """The line with code spans blanked, so their content never counts as emphasis."""
-    return _CODE_SPAN.sub(lambda match: " " * len(match.group()), line)
+def _code_spans(text: str) -> tuple[str, int | None]:
+    """`text` with its code spans written over (they may span lines), and the offset of the first
+    backtick run no run of its length closes, if any."""
+    chars, runs = list(text), [match for match in _BACKTICK_RUN.finditer(text)
+                               if match.start() == 0 or text[match.start() - 1] != "\\"]
+    index = 0
+    while index < len(runs):
+        run = runs[index]
+        closing = next((later for later in range(index + 1, len(runs)) if runs[later].group() == run.group()), None)
+        if closing is None:
+            return "".join(chars), run.start()
+        chars[run.start() : runs[closing].end()] = "x" * (runs[closing].end() - run.start())  # a word, as text
+        index = closing + 1
+    return "".join(chars), None
 
 
-def _unbalanced(line: str) -> list[str]:
-    """Closers this line lacks, in the order they must be appended."""
-    missing = []
-    code_free = _strip_code(line)
-    if _BACKTICK_RUN.search(code_free):
-        return [_BACKTICK_RUN.search(code_free).group()]  # an unclosed code span swallows the rest
-    if _HORIZONTAL_RULE.match(line):
-        return []
-    body = _BULLET.sub(lambda match: " " * len(match.group()), code_free)
-    for marker in ("**", "__"):
-        count = sum(1 for match in _STRONG.finditer(body) if match.group() == marker)
-        if count % 2:
-            missing.append(marker)
-    singles = _STRONG.sub("  ", body)
-    stars = [i for i, char in enumerate(singles) if char == "*"
-             and not (_space_at(singles, i - 1) and _space_at(singles, i + 1))]
-    if len(stars) % 2:
-        missing.insert(0, "*")
+def _flanking(text: str, start: int, end: int) -> tuple[bool, bool]:
+    """(opens, closes) for the emphasis marker at text[start:end], by what is around it: it opens
+    before a word (`*word`), closes after one (`word*`); inside a word it is literal, and
+    between punctuation marks (`?*]`) it can only close."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isspace() or after.isspace():
+        return not after.isspace(), not before.isspace()
+    if before.isalnum() and after.isalnum():
+        return False, False
+    return after.isalnum(), not after.isalnum()
+
+
+def _unclosed_markers(text: str) -> list[tuple[int, str]]:
+    """(offset, marker) of the emphasis markers in `text` no closer matches, in order."""
+    open_markers: list[tuple[int, str]] = []
+    for match in _EMPHASIS.finditer(text):
+        opens, closes = _flanking(text, match.start(), match.end())
+        marker = match.group()
+        if closes and any(item == marker for _, item in open_markers):
+            last = max(i for i, (_, item) in enumerate(open_markers) if item == marker)
+            del open_markers[last:]
+        elif opens:
+            open_markers.append((match.start(), marker))
+    return open_markers
+
+
+def _paragraphs(lines: list[_Line], table_rows: set[int]) -> Iterator[list[_Line]]:
+    """Runs of prose lines that CommonMark reads as one inline context: no code, table row,
+    heading or blank line inside; a list item starts a new one; lines indented four spaces or
+    more (perhaps code) are left out."""
+    group: list[_Line] = []
+    for line in lines:
+        prose = not (line.in_code or line.start in table_rows or _blank(line.text)
+                     or line.text.startswith(("    ", "\t")))
+        if not prose or _HEADING.match(line.text) or _list_marker(line.text) or _HORIZONTAL_RULE.match(line.text):
+            if group:
+                yield group
+            group = []
+            if prose and not _HORIZONTAL_RULE.match(line.text):
+                if _HEADING.match(line.text):
+                    yield [line]
+                else:
+                    group = [line]
+            continue
+        group.append(line)
+    if group:
+        yield group
+
+
+def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
+    """Closers each line of a paragraph lacks, by the line's offset, in the order they must be appended."""
+    text = "\n".join(line.text for line in group)
+    blanked = _ESCAPED.sub("  ", text)
+    blanked = "\n".join(_BULLET.sub(lambda match: " " * len(match.group()), row) for row in blanked.split("\n"))
+    code_free, unclosed_code = _code_spans(blanked)
+    missing: dict[int, list[str]] = {}
+    starts = [0]
+    for line in group[:-1]:
+        starts.append(starts[-1] + len(line.text) + 1)
+
+    def line_of(offset: int) -> _Line:
+        return group[max(i for i, start in enumerate(starts) if start <= offset)]
+
+    if unclosed_code is not None:  # an unclosed code span swallows the rest of its line
+        line = line_of(unclosed_code)
+        run = _BACKTICK_RUN.match(blanked, unclosed_code).group()
+        missing[line.start] = [run]
+        line_end = starts[group.index(line)] + len(line.text)
+        code_free = code_free[:unclosed_code] + " " * (line_end - unclosed_code) + code_free[line_end:]
+    for offset, marker in _unclosed_markers(code_free):
+        missing.setdefault(line_of(offset).start, []).insert(0, marker)
     return missing
-
-
-def _space_at(text: str, index: int) -> bool:
-    return index < 0 or index >= len(text) or text[index].isspace()
 
 
 def _list_marker(line: str) -> tuple[int, str, re.Match] | None:
@@ -204,6 +328,23 @@ def _list_problems(lines: list[_Line]) -> list[tuple[_Line, str, str]]:
     return wrong
 
 
+def _fence_blanks(lines: list[_Line]) -> list[tuple[_Line, str]]:
+    """(fence line, "before" or "after") for fences without the blank line MD031 asks for."""
+    missing = []
+    for index, line in enumerate(lines):
+        if line.fence == "open" and index > 0 and not _blank(lines[index - 1].text):
+            missing.append((line, "before"))
+        last = index == len(lines) - 1 or (index == len(lines) - 2 and lines[-1].text == "")
+        if line.fence == "close" and not last and not _blank(lines[index + 1].text):
+            missing.append((line, "after"))
+    return missing
+
+
+def _unlabelled(lines: list[_Line]) -> list[_Line]:
+    """Opening fences with no language (MD040)."""
+    return [line for line in lines if line.fence == "open" and not line.text[_FENCE.match(line.text).end():].strip()]
+
+
 def problems(text: str) -> list[Problem]:
     """Every rule broken in `text`, in text order."""
     lines = _lines(text)
@@ -219,6 +360,12 @@ def problems(text: str) -> list[Problem]:
     opened = _open_fence(lines)
     if opened is not None:
         found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
+    for line, side in _fence_blanks(lines):
+        found.append(Problem("fence-blank", line.start, line.start + len(line.text),
+                             f"code fence needs a blank line {side} it"))
+    for line in _unlabelled(lines):
+        found.append(Problem("fence-language", line.start, line.start + len(line.text),
+                             "code fence does not name its language"))
     for line, missing in _unbalanced_lines(lines):
         found.append(Problem("emphasis", line.start, line.start + len(line.text),
                              f"unclosed {' and '.join(missing)} on this line"))
@@ -229,15 +376,12 @@ def problems(text: str) -> list[Problem]:
 
 
 def _open_fence(lines: list[_Line]) -> _Line | None:
-    fence_line, fence = None, None
+    fence_line = None
     for line in lines:
-        match = _FENCE.match(line.text)
-        if not match:
-            continue
-        if fence is None:
-            fence_line, fence = line, match.group(1)
-        elif _closes(fence, match, line.text):
-            fence_line, fence = None, None
+        if line.fence == "open":
+            fence_line = line
+        elif line.fence == "close":
+            fence_line = None
     return fence_line
 
 
@@ -254,7 +398,7 @@ class Outline:
 def outline(text: str) -> Outline:
     lines = _lines(text)
     return Outline(tuple(len(table.rows) for table in _tables(lines)),
-                   sum(1 for line in lines if _FENCE.match(line.text)),
+                   sum(1 for line in lines if line.fence),
                    sum(1 for line in lines if not line.in_code and _list_marker(line.text)))
 
 
@@ -273,12 +417,10 @@ def fix(text: str) -> str:
 def _unbalanced_lines(lines: list[_Line]) -> Iterator[tuple[_Line, list[str]]]:
     """Prose lines (not code, not table rows) with unclosed emphasis or inline code, and what is missing."""
     table_rows = {row.start for table in _tables(lines) for row in table.rows}
-    for line in lines:
-        if line.in_code or line.start in table_rows:
-            continue
-        missing = _unbalanced(line.text)
-        if missing:
-            yield line, missing
+    by_start = {line.start: line for line in lines}
+    for group in _paragraphs(lines, table_rows):
+        for start, missing in sorted(_unbalanced_in(group).items()):
+            yield by_start[start], missing
 
 
 def _padded_rows(lines: list[_Line]) -> dict[int, str]:
@@ -312,6 +454,23 @@ def empty_cells(text: str) -> list[int]:
     return offsets
 
 
+def _language(lines: list[_Line], opening: _Line) -> str:
+    """A language for an unlabelled fence, from its content: json, sh or text."""
+    index = lines.index(opening)
+    body = []
+    for line in lines[index + 1 :]:
+        if line.fence == "close":
+            break
+        body.append(line.text[_QUOTE_PREFIX.match(line.text).end():])
+    content = "\n".join(body).strip()
+    try:
+        json.loads(content)
+        return "json" if content[:1] in "{[" else "text"
+    except json.JSONDecodeError:
+        pass
+    return "sh" if content and all(_SHELL.match(row) for row in content.split("\n") if row.strip()) else "text"
+
+
 def _fix_once(text: str) -> str:
     lines = _lines(text)
     replaced = _padded_rows(lines)
@@ -323,9 +482,20 @@ def _fix_once(text: str) -> str:
         _, _, match = _list_marker(current)
         marker_at = match.end(1) + (len(match.group(2)) if kind in ".)" else 0)
         replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
+    for line in _unlabelled(lines):
+        replaced[line.start] = line.text.rstrip() + _language(lines, line)
+    blank_after = {}  # line index -> the blank line to insert after it; one between two fences
+    index_of = {line.start: index for index, line in enumerate(lines)}
+    for line, side in _fence_blanks(lines):
+        index = index_of[line.start] - (side == "before")
+        blank_after[index] = _QUOTE_PREFIX.match(line.text).group().rstrip()
+    for index, blank in blank_after.items():
+        line = lines[index]
+        replaced[line.start] = replaced.get(line.start, line.text) + "\n" + blank
     out = "\n".join(replaced.get(line.start, line.text) for line in lines)
     opened = _open_fence(lines)
     if opened is not None:
-        fence = _FENCE.match(opened.text).group(1)
-        out += ("" if out.endswith("\n") else "\n") + fence + ("\n" if text.endswith("\n") else "")
+        match = _FENCE.match(opened.text)
+        indent, fence = match.group(1), match.group(2)
+        out += ("" if out.endswith("\n") else "\n") + indent + fence + ("\n" if text.endswith("\n") else "")
     return out

@@ -6,7 +6,9 @@ with a gap in place of every damaged span, followed by the head of the text afte
 selection. A gap gets the span's own token count plus extra slots, so the model can
 insert; it closes each gap with END, so it can also delete. Several samples are
 denoised as one batch. "Regenerate" is the same with the whole selection as one gap.
-The candidates come back as plain text: whether any is valid is the caller's question.
+Special tokens (END, EOS, MASK ...) never reach a candidate: a gap's text is decoded
+from its ordinary tokens only. The candidates come back as plain text: whether any is
+valid is the caller's question.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from engine.infill import PrefixCache
 from engine.loading import LoadedModel
 from engine.prefix import encode_context
 from engine.sampler import DenoiseSettings, denoise
+from engine.tokens import SPECIAL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,12 @@ class DiffusionRepairer:
         self.loaded = loaded
         self.settings = settings or RepairSettings()
         self.prefix_cache = PrefixCache()
+        ids, tokenizer = loaded.ids, loaded.tokenizer
+        vocabulary = tokenizer.get_vocab()
+        reserved = {vocabulary[token] for token in SPECIAL_TOKENS if token in vocabulary}
+        self.special_ids = frozenset(tokenizer.all_special_ids) | reserved | {ids.pad, ids.eos, ids.bos, ids.mask,
+                                                                              ids.end}
+        self.special_texts = tuple(tokenizer.convert_ids_to_tokens(sorted(self.special_ids)))
 
     def _encode(self, text: str) -> list[int]:
         return self.loaded.tokenizer.encode(text, add_special_tokens=False) if text else []
@@ -113,7 +122,8 @@ class DiffusionRepairer:
         for row in last.argmax.tolist():
             pieces = [known_texts[0]]
             for gap, known in zip(layout.gaps, known_texts[1:], strict=True):
-                pieces.append(self.loaded.tokenizer.decode(canvas_layout.insertion(row, gap, ids)))
+                written = [token for token in canvas_layout.insertion(row, gap, ids) if token not in self.special_ids]
+                pieces.append(self.loaded.tokenizer.decode(written))
                 pieces.append(known)
             candidates.append("".join(pieces))
         return candidates

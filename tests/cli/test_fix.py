@@ -43,7 +43,7 @@ def test_markdown_file_is_fixed_whole(tmp_path, capsys):
     source = tmp_path / "table.md"
     source.write_text("| a | b |\n|---|---|\n| 1 |\n")
     assert main(["fix", str(source), "--json", "--no-model"]) == 0
-    assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 |  |\n"
+    assert last_json(capsys.readouterr().out)["text"] == "| a | b |\n|---|---|\n| 1 | |\n"
 
 
 def test_a_jsonc_file_keeps_its_comments_and_trailing_commas(tmp_path, capsys):
@@ -54,13 +54,50 @@ def test_a_jsonc_file_keeps_its_comments_and_trailing_commas(tmp_path, capsys):
         '{\n  // strict\n  "strict": true,\n  "lib": ["es2022",],\n}\n'
 
 
-def test_no_valid_fix_reports_why_and_changes_nothing(tmp_path, capsys):
+def test_an_already_valid_file_is_reported_as_such_and_left_alone(tmp_path, capsys):
     source = tmp_path / "valid.json"
     source.write_text('{"a": 1}\n')
-    assert main(["fix", str(source), "--json", "--write"]) == 1
+    assert main(["fix", str(source), "--json", "--write", "--no-model"]) == 0
     result = last_json(capsys.readouterr().out)
-    assert result == {"text": '{"a": 1}\n', "fixed": False, "reason": "the selection is already valid JSON"}
+    assert result == {"text": '{"a": 1}\n', "fixed": False, "reason": "the file is already valid JSON"}
     assert source.read_text() == '{"a": 1}\n'
+
+
+def test_an_already_valid_file_says_so_in_one_line_without_a_selection(tmp_path, capsys):
+    source = tmp_path / "notes.md"
+    source.write_text("# Notes\n\n- one\n- two\n")
+    assert main(["fix", str(source), "--no-model"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "# Notes\n\n- one\n- two\n"
+    assert captured.err == "diffusion-infill: nothing to fix: no Markdown structure problems in the file\n"
+
+
+def test_an_already_valid_range_speaks_of_the_selection(tmp_path, capsys):
+    source = tmp_path / "notes.md"
+    source.write_text('```json\n{"a": 1}\n```\n')
+    assert main(["fix", str(source), "--range", "2:1-2:9", "--kind", "json", "--no-model"]) == 0
+    assert capsys.readouterr().err == "diffusion-infill: nothing to fix: the selection is already valid JSON\n"
+
+
+def test_no_valid_fix_exits_1_and_changes_nothing(tmp_path, capsys):
+    source = tmp_path / "broken.json"
+    source.write_text(":,]\n")
+    assert main(["fix", str(source), "--json", "--write", "--no-model"]) == 1
+    assert last_json(capsys.readouterr().out) == {"text": ":,]\n", "fixed": False,
+                                                   "reason": "no candidate repair of the file is valid JSON"}
+    assert source.read_text() == ":,]\n"
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\xff\xfe"}\n', b"\xef\xbb", "{\"a\": \"é\"}".encode("latin-1"),
+                                  "# Notes\n".encode("utf-16")])
+def test_a_file_that_is_not_utf8_is_one_line_on_stderr_and_exit_2(tmp_path, console_script, data):
+    source = tmp_path / "data.json"
+    source.write_bytes(data)
+    done = subprocess.run([console_script, "fix", str(source), "--no-model", "--write"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "not UTF-8" in done.stderr and "Traceback" not in done.stderr
+    assert source.read_bytes() == data
 
 
 def test_an_unknown_kind_of_file_asks_for_kind(tmp_path, capsys):

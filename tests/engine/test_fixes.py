@@ -10,8 +10,18 @@ from collections import Counter
 import pytest
 
 from engine import markdown_rules
-from engine.fixes import Candidate, Fixer, Surroundings, changed_spans, choose, edit_size, markdown_validator
-from engine.jsonfix import comments, strip_jsonc
+from engine.fixes import (
+    Candidate,
+    Fixer,
+    Surroundings,
+    added_words,
+    admissible,
+    changed_spans,
+    choose,
+    edit_size,
+    markdown_validator,
+)
+from engine.jsonfix import added, comments, strip_jsonc
 from engine.markdown_rules import fix, problems
 from engine.repair import DiffusionRepairer, RepairSettings, Span, merge
 
@@ -72,7 +82,7 @@ def test_fix_json_validates_every_candidate_and_keeps_all_keys(repairer):
 
 
 def test_fix_json_without_any_valid_candidate_changes_nothing(repairer):
-    text = '{"a": 1} {"b": 2}'  # two documents: the structure repair declines, diffusion gets no room
+    text = ":,]"  # no value at all: the structure repair declines, diffusion gets no room
     result = Fixer(DiffusionRepairer(repairer.loaded, RepairSettings(max_canvas=4))).fix_json(text)
     assert not result.fixed and result.text == text
     assert "valid JSON" in result.reason
@@ -157,3 +167,38 @@ def test_complete_table_says_when_there_is_nothing_to_complete(repairer):
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text)
+
+
+def test_a_model_candidate_may_not_add_a_value_a_number_or_a_key_only_null():
+    original = '{"a": [1, 2, ...], "b": }'
+    candidates = [Candidate('{"a": [1, 2, 3], "b": null}', "diffusion"),  # a number where `...` stood
+                  Candidate('{"a": [1, 2], "b": 2}', "diffusion"),  # a missing value filled with a number
+                  Candidate('{"a": [1, 2], "b": null, "c": null}', "diffusion"),  # a key
+                  Candidate('{"a": [1, 2], "b": "x"}', "diffusion"),  # a string
+                  Candidate('{"a": [1, 2], "b": null}', "diffusion"),
+                  Candidate('{"a": [1, 2], "b": null}', "structure")]
+    assert admissible(original, candidates, added) == candidates[4:]
+
+
+def test_a_markdown_model_candidate_may_not_add_words():
+    candidates = [Candidate("| a | b |\n|---|---|\n| 1 | two |\n", "diffusion"),
+                  Candidate("| a | b |\n|---|---|\n| 1 |  |\n", "diffusion")]
+    assert admissible("| a | b |\n|---|---|\n| 1 |\n", candidates, added_words) == candidates[1:]
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2, ...], "b": }', "{message: hello big world, n: 2,}",
+                                  '{"items": [1 2 3], "name": "x"', "[true, None, 'q',, 4]"])
+def test_fix_json_never_returns_content_the_text_lacks(repairer, text):
+    result = Fixer(repairer).fix_json(text)
+    assert result.fixed and not added(text, result.text)
+
+
+def test_special_tokens_never_reach_a_candidate(repairer):
+    text = '{"alpha": [1, 2,, 3], "beta": {"x" 1}}'
+    spans = [Span(index, index + 1) for index in range(2, len(text) - 2, 5)]
+    specials = repairer.special_texts
+    assert "<end>" in specials and "<eos>" in specials and "<mask>" in specials
+    for seed in range(3):
+        candidates = DiffusionRepairer(repairer.loaded, RepairSettings(samples=4, extra_slots=12, seed=seed)).fill(
+            "", text, spans, "")
+        assert candidates and not [candidate for candidate in candidates if any(s in candidate for s in specials)]

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from engine.jsonfix import atoms, comments, damage, strip_jsonc, structural_repair, value_atoms
+from engine.jsonfix import added, comments, damage, strip_jsonc, structural_repair, words
 
 INTENDED = {"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}
 
@@ -46,8 +46,9 @@ def test_a_key_without_a_value_gets_null_rather_than_being_dropped():
     assert json.loads(structural_repair('{"a": 1, "b"}')) == {"a": 1, "b": None}
 
 
-def test_two_documents_in_a_row_are_not_guessed_at():
-    assert structural_repair('{"a": 1} {"b": 2}') is None
+def test_documents_in_a_row_become_an_array_as_newline_delimited_json():
+    assert structural_repair('{"a": 1}\n{"b": 2}\n') == '[{"a": 1},\n{"b": 2}]\n'
+    assert structural_repair('{"a": 1} {"b": 2}') == '[{"a": 1}, {"b": 2}]'
 
 
 def test_damage_is_empty_for_valid_json():
@@ -61,9 +62,22 @@ def test_damage_points_at_the_broken_place():
     assert any(item.start <= text.index(",,") + 1 <= max(item.end, item.start + 1) for item in found)
 
 
-def test_atoms_of_the_broken_text_match_the_atoms_of_the_intended_value():
-    assert atoms(BROKEN["python literals"]) == value_atoms(INTENDED)
-    assert atoms(BROKEN["single quotes"]) == value_atoms(INTENDED)
+def test_the_words_of_the_broken_text_are_the_words_of_the_intended_value():
+    for kind in ("python literals", "single quotes", "unquoted keys"):
+        assert words(BROKEN[kind]) == words(json.dumps(INTENDED))
+    bare, quoted = '{"when": 2024-10-18T18:35:22Z, "s": "tab\\tx"}', '{"when": "2024-10-18T18:35:22Z", "s": "tab\tx"}'
+    assert words(bare) == words(quoted)
+
+
+def test_added_counts_what_a_candidate_has_beyond_the_text_except_null():
+    assert added('{"a": [1, 2, ...], "b": }', '{"a": [1, 2], "b": null}') == Counter()
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 3]}') == Counter({"3": 1})
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 2]}') == Counter({"2": 1})  # a copy is content too
+    assert added('{"a": }', '{"a": 0, "zz": null}') == Counter({"0": 1, "zz": 1})
+
+
+def test_punctuation_alone_is_not_a_document():
+    assert structural_repair(":,]") is None
 
 
 def test_closers_swallowed_by_an_unclosed_string_go_back_to_the_structure():
@@ -106,3 +120,41 @@ def test_jsonc_repair_keeps_comments_in_place_and_trailing_commas():
 
 def test_strict_json_repair_drops_comments():
     assert structural_repair('[1, // one\n 2]') == "[1, \n 2]"
+
+
+# The damage jsonrepair's and json_repair's READMEs list, and what LLM replies wrap JSON in.
+README_CASES = {
+    "unquoted URL": ('{url: https://example.org/a/b?c=1, "id": 2}', {"url": "https://example.org/a/b?c=1", "id": 2}),
+    "unquoted date": ('{"when": 2024-10-18T18:35:22.229Z}', {"when": "2024-10-18T18:35:22.229Z"}),
+    "unquoted sentence": ("{message: hello big world}", {"message": "hello big world"}),
+    "unquoted values before a bare key": ("{a: New York b: 2}", {"a": "New York", "b": 2}),
+    "llm reply": ('Here is the JSON:\n\n```json\n{"ok": true}\n```\n\nHope this helps!', {"ok": True}),
+    "prose around": ('The result is {"ok": true, "n": 3} as requested.', {"ok": True, "n": 3}),
+    "jsonp": ('callback_7({"ok": true, "n": 3});', {"ok": True, "n": 3}),
+    "string concatenation": ('{"s": "abc" + "def"}', {"s": "abcdef"}),
+    "concatenation across lines": ('{"s": "abc"\n  + "def", "t": 1}', {"s": "abcdef", "t": 1}),
+    "mongodb types": ('{"_id": ObjectId("5f1e"), "n": NumberLong(42), "at": ISODate("2012-12-19T06:01:17.171Z")}',
+                      {"_id": "5f1e", "n": 42, "at": "2012-12-19T06:01:17.171Z"}),
+    "bare sentence": ("hello big world", "hello big world"),
+    "bare URL": ("https://example.org/a", "https://example.org/a"),
+    "truncated number": ("2e-", 2),
+    "truncated decimal": ('{"a": 1.}', {"a": 1}),
+    "ellipsis": ('{"a": [1, 2, 3, ...], "b": 1, ...}', {"a": [1, 2, 3], "b": 1}),
+    "unescaped quotes": ('{"q": "he said "hi" twice", "n": 1}', {"q": 'he said "hi" twice', "n": 1}),
+    "line break in a string": ('{"s": "line one\nline two", "n": 1}', {"s": "line one\nline two", "n": 1}),
+    "typographic quotes": ("{\u201cname\u201d: \u201cAda\u201d}", {"name": "Ada"}),
+    "special white space": ('{"a":\u00a01,\u3000"b": 2}', {"a": 1, "b": 2}),
+    "escaped document": ('{\\"stringified\\": \\"content\\"}', {"stringified": "content"}),
+    "missing value": ('{"a": , "b": 1}', {"a": None, "b": 1}),
+    "newline delimited": ('{"id": 1}\n{"id": 2}\n', [{"id": 1}, {"id": 2}]),
+}
+
+
+@pytest.mark.parametrize("kind", list(README_CASES))
+def test_the_damage_the_repair_libraries_list_is_repaired_to_what_was_meant(kind):
+    broken, intended = README_CASES[kind]
+    assert json.loads(structural_repair(broken)) == intended
+
+
+def test_a_missing_comma_between_bare_numbers_is_not_a_string():
+    assert json.loads(structural_repair("[1 2 3, true false]")) == [1, 2, 3, True, False]

@@ -28,7 +28,7 @@ def test_table_problem_covers_the_whole_table():
 
 
 def test_an_unclosed_fence_is_closed_with_the_same_marker():
-    assert fix("text\n~~~~js\nlet x\n") == "text\n~~~~js\nlet x\n~~~~\n"
+    assert fix("text\n\n~~~~js\nlet x\n") == "text\n\n~~~~js\nlet x\n~~~~\n"
 
 
 def test_pipes_inside_code_spans_and_escaped_pipes_do_not_split_cells():
@@ -57,3 +57,43 @@ def test_the_outline_counts_tables_fences_and_list_items():
     text = "| a |\n|---|\n| 1 |\n\n```\nx\n```\n\n- a\n- b\n"
     assert outline(text) == Outline(table_rows=(3,), fences=2, list_items=2)
     assert outline("| a |\n| 1 |\n") == Outline(table_rows=(), fences=0, list_items=0)  # no delimiter row
+
+
+def test_a_fence_gets_the_blank_lines_markdownlint_md031_asks_for():
+    assert fix("text\n```sh\nx\n```\nmore\n") == "text\n\n```sh\nx\n```\n\nmore\n"
+    assert fix("```sh\na\n```\n```sh\nb\n```\n") == "```sh\na\n```\n\n```sh\nb\n```\n"  # one blank line between
+    assert fix("> text\n> ```sh\n> x\n> ```\n") == "> text\n>\n> ```sh\n> x\n> ```\n"  # inside the quote
+
+
+def test_a_fence_without_a_language_gets_one_from_its_content_md040():
+    assert fix('```\n{"a": 1}\n```\n') == '```json\n{"a": 1}\n```\n'
+    assert fix("```\n$ pip install x\n```\n") == "```sh\n$ pip install x\n```\n"
+    assert fix("~~~\nhello\n~~~\n") == "~~~text\nhello\n~~~\n"
+    assert [problem.rule for problem in problems("```\nx\n```\n")] == ["fence-language"]
+
+
+def test_a_closed_fence_inside_a_list_item_is_left_alone():
+    for text in ("1. Step\n\n    ```bash\n    make\n    ```\n\n2. Next\n", "- item\n\n  ```sh\n  x\n  ```\n\n- next\n",
+                 "- item\n\n      ```sh\n      x\n      ```\n"):
+        assert problems(text) == [] and fix(text) == text
+
+
+def test_an_unclosed_fence_in_a_list_item_is_closed_at_its_indent():
+    assert fix("- item\n\n  ```sh\n  x\n") == "- item\n\n  ```sh\n  x\n  ```\n"
+
+
+def test_inline_code_and_emphasis_may_span_the_lines_of_a_paragraph():
+    for text in ("Use ``git\ncommit`` here.\n", "``\ncode\n``\n", "**This is\nbold.**\n",
+                 "*PeerJ Computer\nScience* 3\n", "see `uv\ntool` or `pipx`\n"):
+        assert problems(text) == [] and fix(text) == text
+
+
+def test_literal_asterisks_and_html_blocks_are_not_emphasis_or_fences():
+    for text in ("Only valid with HTTP/1.*.\n", "\\* not a bullet\n", "a*b and 2 * 3\n", "[*Why *cattrs*?*](x)\n",
+                 "**`--help`** and **auto**\n", "<div>\n```console\nx\n</div>\n"):
+        assert problems(text) == [] and fix(text) == text
+
+
+def test_a_padded_cell_follows_the_rows_spacing():
+    assert fix("| a | b |\n| --- | --- |\n| 1 |\n") == "| a | b |\n| --- | --- |\n| 1 | |\n"
+    assert fix("|a|b|\n|---|---|\n|1|\n") == "|a|b|\n|---|---|\n|1||\n"

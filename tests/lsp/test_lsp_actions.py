@@ -170,8 +170,8 @@ async def test_regenerate_is_offered_for_any_language_and_touches_only_the_selec
 
 
 async def test_no_valid_fix_is_offered_disabled_with_the_reason_and_changes_nothing(editor):
-    # Two top-level documents, too long for a repair canvas: no candidate can be valid.
-    records = "\n".join(json.dumps({"id": i, "label": f"record number {i}", "tags": ["a", "b"]}) for i in range(80))
+    # Punctuation with no value in it, too long for a repair canvas: no candidate can be valid.
+    records = "\n".join([": , ] :: ,"] * 200)
     uri, diagnostics = await open_diagnosed(editor, records, "json", ".json")
     assert diagnostics
     actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics)
