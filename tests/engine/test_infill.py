@@ -234,9 +234,12 @@ def newline_at_third_slot(tiny_loaded):
     newlines = torch.tensor([i for i, text in enumerate(vocabulary) if text == "\n"])
 
     def hook(module, args, output):
-        output.logits[:, 2, newlines] += 1e3
+        # The lm_head reads the whole canvas (batch, canvas, hidden) or the slots that need logits
+        # (slots, hidden), gap slots first: either way the third gap slot is row 2 of the slot dimension.
+        if output.shape[-2] > 2:
+            output[..., 2, newlines] += 1e3
 
-    handle = tiny_loaded.model.register_forward_hook(hook)
+    handle = tiny_loaded.model.lm_head.register_forward_hook(hook)
     yield tiny_loaded
     handle.remove()
 
@@ -323,7 +326,7 @@ def test_max_gap_tokens_overrides_the_trained_gap_size(tiny_loaded):
     def record(module, args, kwargs):
         canvas_lengths.append(kwargs["decoder_input_ids"].shape[-1])
 
-    handle = tiny_loaded.model.register_forward_pre_hook(record, with_kwargs=True)
+    handle = tiny_loaded.model.model.decoder.register_forward_pre_hook(record, with_kwargs=True)
     try:
         complete(engine_for(tiny_loaded, max_gap_tokens=3), "x = ", "\n")
     finally:
