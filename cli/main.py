@@ -23,6 +23,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="auto", help="float32, bfloat16 ... (default: auto)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
 
 
 def _engine_options(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
     serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
     _engine_options(serve)
-    serve.add_argument("--threads", type=int, help="torch CPU threads (default: half the cores, at least 1)")
     _model_options(serve)
     remote.add_options(serve)
 
@@ -104,6 +104,15 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _set_threads(args: argparse.Namespace) -> None:
+    """The editor needs CPU too, and torch threads that outnumber free cores spin against each
+    other: on 2 busy cores the tiny model measured 33 ms per step on 1 thread, 570 ms on 2, and a
+    `complete` under load 7 s with torch's default threads against 0.3 s on one."""
+    import torch
+
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // 2))
+
+
 def _complete(args: argparse.Namespace) -> int:
     import torch
 
@@ -113,6 +122,7 @@ def _complete(args: argparse.Namespace) -> int:
     from engine.remote import RemoteError
 
     torch.manual_seed(args.seed)
+    _set_threads(args)
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
     try:
@@ -138,6 +148,7 @@ def _fix(args: argparse.Namespace) -> int:
     from engine.repair import DiffusionRepairer, RepairSettings
 
     torch.manual_seed(args.seed)
+    _set_threads(args)
     try:
         text = args.path.read_text(encoding="utf-8")
         selection = Selection.parse(args.range, text)
@@ -185,9 +196,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
     torch.manual_seed(args.seed)
-    # The editor needs CPU too, and torch threads that outnumber free cores spin against each
-    # other: on 2 busy cores the tiny model measured 33 ms per step on 1 thread, 570 ms on 2.
-    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // 2))
+    _set_threads(args)
     settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
                               max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
                               entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
