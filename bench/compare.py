@@ -60,6 +60,9 @@ ABLATIONS = (
     Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
     Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
+    # the levers of a cheaper step, each off (docs/performance.md)
+    Config("diffusion, logits on the whole canvas", "diffusion", {"live_logits": False}),
+    Config("diffusion, 24 gap slots from the start", "diffusion", {"first_gap_tokens": 24}),
 )
 TYPED_ALONG = (
     Config("typed along: diffusion", "diffusion", scenario="typed-along"),
