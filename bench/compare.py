@@ -37,8 +37,8 @@ CASE_SEED = 20261202
 TYPED_CHARACTERS = 2
 QUICK_CASES = 10
 FULL_CASES = 200  # a difference of 0.02 in mean edit similarity is past the noise at 200
-RATIO_KEYS = ("forward_passes_mean", "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50", "exact_match",
-              "edit_similarity_mean", "closure_valid")
+RATIO_KEYS = ("forward_passes_mean", "step_ms_median", "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50",
+              "exact_match", "edit_similarity_mean", "closure_valid")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ ABLATIONS = (
     Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
     Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
+    # the levers of a cheaper step, each off (docs/performance.md)
+    Config("diffusion, logits on the whole canvas", "diffusion", {"live_logits": False}),
+    Config("diffusion, 24 gap slots from the start", "diffusion", {"first_gap_tokens": 24}),
 )
 TYPED_ALONG = (
     Config("typed along: diffusion", "diffusion", scenario="typed-along"),
@@ -72,7 +75,8 @@ TYPED_ALONG = (
 
 METHOD = ("Method: `diffusion-infill bench`; each configuration in its own fresh process, one after another, "
           "on the same cases with the same context window and closure rule. Forward passes: diffusion = prefix "
-          "encoding + denoising steps; autoregressive = one per generated token, the prefill included. Latency: "
+          "encoding + denoising steps; autoregressive = one per generated token, the prefill included. Step: the "
+          "median time between two drafts, one denoising or decoding step (the first draft not counted). Latency: "
           "request to final text, closure check and repair included. Typed along: exact = the second completion "
           "is the rest of the first.")
 
@@ -126,9 +130,9 @@ def measure_in_fresh_process(config: Config, *args) -> dict:
 
 
 def ratios(diffusion: dict, autoregressive: dict) -> dict:
-    """diffusion / autoregressive for each headline metric (None where the baseline is 0)."""
-    return {key: round(diffusion[key] / autoregressive[key], 3) if autoregressive[key] else None
-            for key in RATIO_KEYS}
+    """diffusion / autoregressive for each headline metric (None where the baseline is 0 or either is None)."""
+    return {key: round(diffusion[key] / autoregressive[key], 3) if autoregressive[key] and diffusion[key] is not None
+            else None for key in RATIO_KEYS}
 
 
 def machine(threads: int) -> dict:
@@ -189,15 +193,16 @@ def without_rows(report: dict) -> dict:
 
 def table(report: dict) -> str:
     """A Markdown table of every configuration, for the README."""
-    header = ("| configuration | exact | edit sim. | closure-valid | dup. closer | forward passes | tok/fwd "
+    header = ("| configuration | exact | edit sim. | closure-valid | dup. closer | forward passes | tok/fwd | step p50 "
               "| first draft p50 | latency p50 / p95 | peak RSS |\n| --- | --- | --- | --- | --- | --- | --- | --- "
-              "| --- | --- |")
+              "| --- | --- | --- |")
     lines = [header]
     for row in [report["diffusion"], report["autoregressive"], *report["ablations"], *report["typed_along"]]:
         lines.append(
             f"| {row['label']} | {row['exact_match']:.2f} | {row['edit_similarity_mean']:.2f} | "
             f"{row['closure_valid']:.2f} | {row['duplicated_closer_rate']:.2f} | {row['forward_passes_mean']:.1f} | "
-            f"{row['tokens_per_forward_mean']:.2f} | {row['first_draft_ms_p50']:.0f} ms | "
+            f"{row['tokens_per_forward_mean']:.2f} | {_ms(row['step_ms_median'])} | "
+            f"{row['first_draft_ms_p50']:.0f} ms | "
             f"{row['latency_ms_p50']:.0f} / {row['latency_ms_p95']:.0f} ms | {row['peak_rss_mb']:.0f} MB |")
     m = report["machine"]
     lines.append(f"\n{report['date']}, {m['cpus']} CPUs ({m['processor']}), torch threads: {m['threads']}, torch "
@@ -206,6 +211,10 @@ def table(report: dict) -> str:
                  + ", ".join(f"{k} {v}" for k, v in report["ratios_diffusion_over_autoregressive"].items()) + ".")
     lines.append(f"\n{METHOD}")
     return "\n".join(lines) + "\n"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
 
 
 def plot(report: dict, path: Path) -> None:

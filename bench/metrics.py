@@ -4,6 +4,7 @@ benchmarks so every engine is measured by the same code."""
 from __future__ import annotations
 
 import difflib
+import itertools
 import statistics
 import time
 
@@ -25,15 +26,24 @@ def duplicated_closer(text: str, suffix: str, expected: str) -> bool:
     return bool(head) and head in CLOSERS and text.rstrip("\n").endswith(head) and not expected.endswith(head)
 
 
+def step_times(stamps: list[float]) -> list[float]:
+    """The time between consecutive drafts, each one forward pass (a denoising step or a decoding
+    step) with the work that turns it into a draft; the first draft, which also waits for the
+    prefill, is not counted (`stamps`: when each non-final draft arrived)."""
+    return [later - earlier for earlier, later in itertools.pairwise(stamps)]
+
+
 def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | None = None) -> dict:
     """Completes one case. `prefill_passes`: forward passes before the first draft that the
     drafts' step count leaves out (the diffusion engine's prefix encoding)."""
     request = InfillRequest(case.prefix, case.suffix, "python")
     started = time.perf_counter()
-    first, draft = None, None
+    stamps, draft = [], None
     for draft in engine.complete(request, start_text=start_text):  # noqa: B007 (the last one is final)
-        first = first if first is not None else time.perf_counter() - started
+        stamps.append(time.perf_counter())
     total = time.perf_counter() - started
+    first = stamps[0] - started
+    steps = step_times(stamps[:-1] if draft.final else stamps)
     tokens = len(tokenizer.encode(draft.text, add_special_tokens=False))
     passes = draft.step + prefill_passes
     return {
@@ -50,6 +60,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "tokens_per_forward": tokens / max(passes, 1),
         "prefill_ms": draft.prefill_ms,
         "first_draft_ms": first * 1000,
+        "step_ms": [step * 1000 for step in steps],
         "total_ms": total * 1000,
     }
 
@@ -70,6 +81,8 @@ def aggregate(rows: list[dict]) -> dict:
         "expected_chars_mean": statistics.fmean(len(r["expected"].strip()) for r in rows),
         "empty_rate": sum(not r["text"].strip() for r in rows) / len(rows),
         "prefill_ms_median": statistics.median(r["prefill_ms"] for r in rows),
+        # over every step of every case; None when no completion took two steps
+        "step_ms_median": statistics.median(steps) if (steps := [s for r in rows for s in r["step_ms"]]) else None,
         "first_draft_ms_p50": percentile([r["first_draft_ms"] for r in rows], 0.5),
         "latency_ms_p50": percentile(totals, 0.5),
         "latency_ms_p95": percentile(totals, 0.95),

@@ -138,6 +138,11 @@ class SlotLogprobs:
         scores = torch.log_softmax(window, dim=-1).gather(-1, chosen[self.gap.start : self.gap.stop, None])[:, 0]
         self.logprob = torch.where(live, scores, self.logprob)
 
+    def grow(self, gap: range) -> None:
+        """The gap grew at its end (engine.infill): the slots it had keep their log-probabilities."""
+        self.logprob = torch.cat([self.logprob, torch.zeros(len(gap) - len(self.gap))])
+        self.gap = gap
+
     def first(self, count: int) -> list[float]:
         """The first `count` slots' log-probabilities (the insertion's tokens and its END)."""
         return self.logprob[:count].tolist()

@@ -3,6 +3,8 @@
 prefix -> encoder (KV cache, reused when the next prefix extends this one) -> canvas of
 gap slots + clamped suffix head -> denoising steps (a Draft each) -> closure check ->
 repair by re-noising the offending slots, or truncation to the longest valid prefix.
+The canvas starts with a short gap (a cheaper step) and grows to the trained size only
+when the model fills it without END.
 """
 
 from __future__ import annotations
@@ -109,15 +111,18 @@ class InfillEngine:
         cache = self.prefix_cache.encode(model, context.prefix_ids)
         prefill_ms = (time.perf_counter() - started) * 1000
         slots = self.settings.max_gap_tokens or spec.gap_slots
+        first = self.settings.first_gap_tokens
+        # A warm start is the rest of a suggestion the user typed along: it gets every slot.
+        grow_to, slots = (slots, first) if first and first < slots and not start_text else (None, slots)
         layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
         gap = layout.gaps[0]
         start = self._warm_start(layout, context, start_text)
         processors = self._processors(context, gap)
 
-        step, entropy = 0, 0.0
+        step, entropy, repairs = 0, 0.0, 0
         chosen = SlotLogprobs(gap)
         denoise_settings = self.settings.denoise
-        for _round_index in range(self.settings.repair_rounds + 1):
+        while True:
             last: Step | None = None
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
@@ -127,6 +132,15 @@ class InfillEngine:
                             final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:
                 return
+            if grow_to and ids.end not in last.argmax[0, gap.start : gap.stop]:
+                # The gap filled without END: the trained size, its first slots holding what was written.
+                layout = canvas_layout.completion_canvas(context.suffix_ids, grow_to, spec.suffix_head, ids)
+                start = torch.tensor([layout.tokens], device=last.argmax.device)
+                start[0, gap.start : gap.stop] = last.argmax[0, gap.start : gap.stop]
+                gap, grow_to = layout.gaps[0], None
+                processors = self._processors(context, gap)
+                chosen.grow(gap)
+                continue
             # Slots still masked at the step limit take their argmax: a guess, but the best one.
             tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
             text = self._text(tokens, context, request)
@@ -135,6 +149,10 @@ class InfillEngine:
                 self._previous = (request.prefix, text)
                 yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms)
                 return
+            if repairs == self.settings.repair_rounds:
+                break
+            repairs += 1
+            grow_to = None  # a repair re-noises slots of this canvas; it never grows
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)

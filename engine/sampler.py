@@ -1,11 +1,13 @@
-"""The denoising loop: transformers' sampler, temperature schedule and early stopping,
-applied to a canvas with clamped slots.
+"""The denoising loop: transformers' entropy-bound sampler, temperature schedule and early
+stopping, applied to a canvas with clamped slots.
 
 It follows the inner loop of `DiffusionGemmaForBlockDiffusion.generate` (entropy-bound
 acceptance, arXiv:2505.24857; self-conditioning on the previous step's logits) with
 differences that the clamped canvas needs: known slots are pinned to their token,
 slots past a gap's END stay noise, and every step is yielded so callers can stream
-drafts, check closure or cancel without copying the loop.
+drafts, check closure or cancel without copying the loop. The acceptance rule and the
+stopping criteria are transformers' (`EntropyBoundSampler`, `StableAndConfidentStoppingCriteria`),
+computed from one entropy per live slot instead of three over the whole canvas.
 
 With mask noise a slot once revealed keeps its token (as in LLaDA and MaskGIT), and the
 entropy bound decides how many masked slots each step reveals; the loop ends when none
@@ -22,17 +24,13 @@ of 17.5, edit similarity 0.15 instead of 0.10, and typing along a suggestion kee
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    EntropyBoundSampler,
-    EntropyBoundSamplerConfig,
-    LinearTemperatureScheduleLogitsProcessor,
-    StableAndConfidentStoppingCriteria,
-)
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import LinearTemperatureScheduleLogitsProcessor
 
 from engine.canvas import Canvas
 from engine.tokens import SpecialIds
@@ -50,6 +48,8 @@ class DenoiseSettings:
     # Mean entropy (nats per live slot) under which a stable canvas stops before every slot
     # is revealed; what ends a mask-noise loop is usually the last masked slot revealed.
     confidence_threshold: float = 0.05
+    # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
+    live_logits: bool = True
 
 
 @dataclass
@@ -60,17 +60,6 @@ class Step:
     logits: torch.Tensor  # (batch, canvas, vocab) processed logits, next self-conditioning
     mean_entropy: torch.Tensor  # (batch,) over the live slots: gap slots up to their END
     finished: torch.BoolTensor  # (batch,) stopped early by the stopping criteria
-
-
-class MaskingSampler(EntropyBoundSampler):
-    """Entropy-bound acceptance with absorbing noise: re-noising writes the mask token."""
-
-    def __init__(self, config: EntropyBoundSamplerConfig, canvas_length: int, vocab_size: int, mask_id: int):
-        super().__init__(config, canvas_length, vocab_size, max_denoising_steps=0)
-        self.mask_id = mask_id
-
-    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
-        return torch.full((batch_size, self.canvas_length), self.mask_id, dtype=torch.long, device=device)
 
 
 class SlotVocabulary(LogitsProcessor):
@@ -102,13 +91,6 @@ class SlotBan(LogitsProcessor):
         return scores
 
 
-def make_sampler(noise: str, settings: DenoiseSettings, length: int, vocab: int, mask_id: int):
-    config = EntropyBoundSamplerConfig(entropy_bound=float(settings.entropy_bound))
-    if noise == "mask":
-        return MaskingSampler(config, length, vocab, mask_id)
-    return EntropyBoundSampler(config, length, vocab, settings.max_steps)
-
-
 def pin(logits: torch.Tensor, positions: torch.BoolTensor, tokens: torch.LongTensor) -> torch.Tensor:
     """One-hot logits at `positions` on `tokens`: such slots neither spend entropy nor change."""
     pinned = torch.full_like(logits, -PINNED)
@@ -116,17 +98,30 @@ def pin(logits: torch.Tensor, positions: torch.BoolTensor, tokens: torch.LongTen
     return torch.where(positions.unsqueeze(-1), pinned, logits)
 
 
-def _past_end(tokens: torch.LongTensor, gap_mask: torch.BoolTensor, gap_ids: torch.LongTensor, end_id: int):
+def softcapped_logits(model, hidden: torch.Tensor) -> torch.Tensor:
+    """The lm_head and final soft-capping of `DiffusionGemmaForBlockDiffusion.forward`, on any rows of
+    decoder (or encoder) hidden states."""
+    cap = model.final_logit_softcapping
+    return torch.tanh(model.lm_head(hidden).float() / cap) * cap
+
+
+def _past_end(tokens: torch.LongTensor, gaps: list[range], end_id: int) -> torch.BoolTensor:
     """Slots after the first END inside their own gap."""
-    is_end = (tokens == end_id) & gap_mask
-    past = torch.zeros_like(gap_mask)
-    for gap in gap_ids.unique():
-        if gap < 0:
-            continue
-        in_gap = gap_ids == gap
-        seen = torch.cumsum((is_end & in_gap).int(), dim=-1)
-        past |= in_gap & (seen > 0) & ~(is_end & (seen == 1))
+    past = torch.zeros(tokens.shape, dtype=torch.bool, device=tokens.device)
+    for gap in gaps:
+        is_end = tokens[:, gap.start : gap.stop] == end_id
+        past[:, gap.start : gap.stop] = torch.cumsum(is_end, dim=-1) > is_end.int()  # an END before the slot
     return past
+
+
+def _slot_logits(model, hidden: torch.Tensor, scored: torch.BoolTensor | None) -> torch.Tensor:
+    """(rows, canvas, vocab) logits; with `scored`, the lm_head runs on those slots only and the
+    others hold zeros (they are pinned or dropped before anything reads them)."""
+    if scored is None:
+        return softcapped_logits(model, hidden)
+    logits = torch.zeros((*scored.shape, model.lm_head.out_features), device=hidden.device)
+    logits[scored] = softcapped_logits(model, hidden[scored])
+    return logits
 
 
 def _sample(logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTensor,
@@ -141,15 +136,43 @@ def _sample(logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTens
     return sampled
 
 
-def _entropy(logits: torch.Tensor, live: torch.BoolTensor) -> torch.Tensor:
-    """Per-slot entropy (rows, canvas), zero for pinned slots, computed for the live ones only."""
+def _entropy(logits: torch.Tensor, live: torch.BoolTensor | None) -> torch.Tensor:
+    """Per-slot entropy (rows, canvas): pinned slots are one-hot, so theirs is exactly zero and
+    computing it for the live slots alone (`live`) gives the same tensor."""
+    if live is None:
+        return torch.distributions.Categorical(logits=logits).entropy()
     entropy = torch.zeros(live.shape, dtype=torch.float32, device=logits.device)
     if live.any():
         entropy[live] = torch.distributions.Categorical(logits=logits[live].float()).entropy()
     return entropy
 
 
-@torch.no_grad()
+def _accept(entropy: torch.Tensor, bound: float) -> torch.BoolTensor:
+    """Entropy-bound acceptance (arXiv:2505.24857), as transformers' `EntropyBoundSampler.accept_canvas`
+    computes it from the logits: the k lowest-entropy slots whose summed entropy less the largest
+    stays within `bound`. Pinned slots have zero entropy and are always accepted."""
+    ordered, order = torch.sort(entropy, dim=-1, descending=False)
+    selected = torch.cumsum(ordered, dim=-1) - ordered <= bound
+    return torch.scatter(input=torch.zeros_like(selected), dim=-1, index=order, src=selected)
+
+
+class _Stability:
+    """Whether the argmax canvas of each row is the one of the last `steps` steps, as in
+    transformers' `StableAndConfidentStoppingCriteria` (0: always stable)."""
+
+    def __init__(self, steps: int):
+        self.history: deque[torch.LongTensor] = deque(maxlen=steps)
+        self.steps = steps
+
+    def __call__(self, argmax: torch.LongTensor) -> torch.BoolTensor:
+        stable = torch.full(argmax.shape[:1], len(self.history) == self.steps, device=argmax.device)
+        for earlier in self.history:
+            stable &= (earlier == argmax).all(dim=-1)
+        self.history.append(argmax)
+        return stable
+
+
+@torch.inference_mode()
 def denoise(
     model,
     cache,
@@ -170,26 +193,32 @@ def denoise(
     encoded prefix, one row per canvas row (`Cache.batch_repeat_interleave` on a copy for a
     batch), and is only read. Stops at `max_steps`, at early stopping, or as soon as
     `cancelled()` is true between two steps.
+
+    With `settings.live_logits` the lm_head runs on the gap slots up to a revealed END only
+    (pinned suffix slots and the slots after that END need none) and the entropy on the live
+    slots only; the tokens are those of the whole-canvas computation.
     """
     device = model.device
     known_tokens = batch if batch is not None else torch.tensor([canvas.tokens], device=device)
     rows, length = known_tokens.shape
     known = torch.tensor(canvas.known, device=device).expand(rows, length)
-    gap_ids = torch.full((length,), -1, dtype=torch.long, device=device)
-    for index, gap in enumerate(canvas.gaps):
-        gap_ids[gap.start : gap.stop] = index
-    gap_mask = (gap_ids >= 0).expand(rows, length)
-    gap_ids = gap_ids.expand(rows, length)
+    gaps = list(canvas.gaps)
+    gap_mask = torch.zeros(length, dtype=torch.bool, device=device)
+    for gap in gaps:
+        gap_mask[gap.start : gap.stop] = True
+    gap_mask = gap_mask.expand(rows, length)
     vocab = model.config.text_config.vocab_size
 
-    sampler = make_sampler(noise, settings, length, vocab, ids.mask)
-    stopping = StableAndConfidentStoppingCriteria(settings.stability_threshold, settings.confidence_threshold)
+    stable = _Stability(settings.stability_threshold)
     logits_processor = LogitsProcessorList(processors or [])
     schedule = LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
     logits_processor.append(schedule)
 
     banned = torch.tensor([ids.mask, ids.pad, ids.bos], device=device)
-    noise_canvas = sampler.initialize_canvas(rows, device)
+    if noise == "mask":
+        noise_canvas = torch.full((rows, length), ids.mask, dtype=torch.long, device=device)
+    else:
+        noise_canvas = torch.randint(0, vocab, (rows, length), device=device)
     current = torch.where(known, known_tokens, start if start is not None else noise_canvas)
     self_conditioning = None
     positions = torch.arange(cache.get_seq_length(), cache.get_seq_length() + length, device=device).unsqueeze(0)
@@ -197,18 +226,21 @@ def denoise(
     for done, cur_step in enumerate(reversed(range(1, settings.max_steps + 1)), start=1):
         if cancelled():
             return
-        raw = model(
+        hidden = model.model.decoder(
             decoder_input_ids=current,
             cache=cache,
             self_conditioning_logits=self_conditioning,
             decoder_position_ids=positions,
-        ).logits
-        logits = logits_processor(None, raw, cur_step=cur_step)
+        ).last_hidden_state
+        scored = None
+        if settings.live_logits:  # with uniform noise every gap slot is decided again
+            scored = ~known & ~_past_end(current, gaps, ids.end) if noise == "mask" else ~known
+        logits = logits_processor(None, _slot_logits(model, hidden, scored), cur_step=cur_step)
         logits[..., banned] = float("-inf")  # structural tokens never fill a slot
         revealed = (current != ids.mask) & ~known if noise == "mask" else torch.zeros_like(known)
         argmax = torch.where(known, known_tokens, logits.argmax(dim=-1))
         argmax = torch.where(revealed, current, argmax)
-        unused = _past_end(argmax, gap_mask, gap_ids, ids.end)
+        unused = _past_end(argmax, gaps, ids.end)
         argmax = torch.where(unused, ids.mask, argmax)
         conditioning = pin(logits, known | unused, argmax)  # as in training, where revealed slots are not pinned
         revealed = revealed & ~unused
@@ -216,22 +248,22 @@ def denoise(
 
         live = ~(known | unused | revealed)
         sampled = _sample(logits, argmax, live, generator)
-        accepted = sampler.accept_canvas(current, sampled, logits, cur_step)
-        current = sampler.renoise_canvas(accepted, cur_step)
+        entropy = _entropy(logits, live if settings.live_logits else None)
+        accepted = _accept(entropy, settings.entropy_bound)
+        renoised = noise_canvas if noise == "mask" else torch.randint(0, vocab, (rows, length), device=device)
+        current = torch.where(accepted, sampled, renoised)
         current = torch.where(known, known_tokens, current)
-        current = torch.where(_past_end(current, gap_mask, gap_ids, ids.end), noise_canvas, current)
+        current = torch.where(_past_end(current, gaps, ids.end), noise_canvas, current)
 
-        # The criteria average entropy over the whole canvas, where pinned slots count as zero:
-        # scale the threshold so that it applies to the mean over the live gap slots alone.
+        # Early stopping on the mean entropy over the live gap slots (pinned slots count as zero
+        # in the mean over the canvas, hence the scaled threshold), once the argmax is stable.
         live_count = live.sum(dim=-1).clamp(min=1)
-        stopping.confidence_threshold = settings.confidence_threshold * live_count / length
-        finished = stopping(argmax, logits)
+        finished = stable(argmax) & (entropy.mean(dim=-1) < settings.confidence_threshold * live_count / length)
         if noise == "mask":  # the draft is what the canvas now holds; done when no live slot is masked
-            after_end = _past_end(current, gap_mask, gap_ids, ids.end)
+            after_end = _past_end(current, gaps, ids.end)
             argmax = torch.where(gap_mask & (current != ids.mask) & ~after_end, current, argmax)
             finished = finished | ~(gap_mask & (current == ids.mask) & ~after_end).any(dim=-1)
-        entropy = _entropy(logits, live).sum(dim=-1) / live_count
         self_conditioning = conditioning.to(model.dtype)
-        yield Step(done, argmax, current, logits, entropy, finished)
+        yield Step(done, argmax, current, logits, entropy.sum(dim=-1) / live_count, finished)
         if finished.all():
             return

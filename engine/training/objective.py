@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from transformers.cache_utils import DynamicCache
 
 from engine import canvas as canvas_layout
-from engine.sampler import pin
+from engine.sampler import pin, softcapped_logits
 from engine.tokens import SpecialIds
 
 IGNORE = -100
@@ -176,11 +176,6 @@ def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generato
     else:
         fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator)  # as EntropyBoundSampler
     return torch.where(replace, fill, batch.canvas), noised, t
-
-
-def softcapped_logits(model, hidden: torch.Tensor) -> torch.Tensor:
-    cap = model.final_logit_softcapping
-    return torch.tanh(model.lm_head(hidden).float() / cap) * cap
 
 
 def _encode(model, prefix: torch.LongTensor):

@@ -36,8 +36,8 @@ def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
 def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
     report, _ = quick_report
     for family in ("diffusion", "autoregressive"):
-        for key in ("exact_match", "closure_valid", "forward_passes_mean", "latency_ms_p50", "insertion_chars_mean",
-                    "expected_chars_mean", "empty_rate"):
+        for key in ("exact_match", "closure_valid", "forward_passes_mean", "step_ms_median", "latency_ms_p50",
+                    "insertion_chars_mean", "expected_chars_mean", "empty_rate"):
             assert isinstance(report[family][key], float | int), (family, key)
         assert report[family]["cases"] == 3
         assert report[family]["closure_valid"] == 1.0
@@ -77,11 +77,18 @@ def test_a_missing_baseline_names_the_path_and_how_to_train_it(console_script, t
 
 
 def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is_zero():
-    diffusion = {"forward_passes_mean": 6.0, "latency_ms_p50": 100.0, "latency_ms_p95": 200.0,
+    diffusion = {"forward_passes_mean": 6.0, "step_ms_median": 9.0, "latency_ms_p50": 100.0, "latency_ms_p95": 200.0,
                  "first_draft_ms_p50": 10.0, "exact_match": 0.5, "edit_similarity_mean": 0.6, "closure_valid": 1.0}
-    autoregressive = {**diffusion, "forward_passes_mean": 12.0, "exact_match": 0.0}
+    autoregressive = {**diffusion, "forward_passes_mean": 12.0, "step_ms_median": 6.0, "exact_match": 0.0}
     result = ratios(diffusion, autoregressive)
     assert result["forward_passes_mean"] == 0.5 and result["exact_match"] is None
+    assert result["step_ms_median"] == 1.5
+
+
+def test_no_step_ratio_when_no_completion_took_two_steps():
+    diffusion = {"forward_passes_mean": 2.0, "step_ms_median": None, "latency_ms_p50": 30.0, "latency_ms_p95": 40.0,
+                 "first_draft_ms_p50": 30.0, "exact_match": 0.5, "edit_similarity_mean": 0.6, "closure_valid": 1.0}
+    assert ratios(diffusion, {**diffusion, "step_ms_median": 6.0})["step_ms_median"] is None
 
 
 @SLOW

@@ -4,6 +4,7 @@ and clear errors for bad locations and missing models."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -61,3 +62,23 @@ def test_location_columns_count_characters_not_bytes(tmp_path):
     text = "s = '😀é'\nx = 1\n"
     prefix, suffix = Location(tmp_path / "f.py", 1, 8).split(text)
     assert prefix == "s = '😀é" and suffix == "'\nx = 1\n"
+
+
+@pytest.fixture
+def torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    yield torch.get_num_threads
+    torch.set_num_threads(before)
+
+
+def test_complete_runs_on_half_the_cores_by_default_as_the_server(torch_threads, capsys):
+    """torch's default (every core) made a completion under load 20x slower than one thread."""
+    assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2"]) == 0
+    assert torch_threads() == max(1, (os.cpu_count() or 2) // 2)
+
+
+def test_threads_option_sets_the_torch_threads(torch_threads, capsys):
+    assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2", "--threads", "1"]) == 0
+    assert torch_threads() == 1

@@ -62,6 +62,18 @@ def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():
     assert abs(scores[2] - (-torch.log(torch.tensor(3.0)).item())) < 1e-6
 
 
+def test_a_grown_gap_keeps_the_scores_of_its_first_slots_and_scores_the_new_ones():
+    log = SlotLogprobs(range(0, 2))
+    log.observe(torch.tensor([[3.0, 0.0], [0.0, 3.0], [0.0, 0.0]]), torch.tensor([0, 1, 0]))
+    before = log.first(2)
+    log.grow(range(0, 3))
+    pinned = torch.tensor([[1e4, -1e4], [-1e4, 1e4], [0.0, 1.0]])  # the first two slots carried over, revealed
+    log.observe(pinned, torch.tensor([0, 1, 1]))
+    scores = log.first(3)
+    assert scores[:2] == before
+    assert abs(scores[2] - torch.log_softmax(torch.tensor([0.0, 1.0]), 0)[1].item()) < 1e-6
+
+
 def test_the_engine_gives_its_final_draft_evidence_and_a_calibrated_estimate(tiny_loaded, tmp_path):
     engine = InfillEngine(tiny_loaded, EngineSettings(mode="single-line"))
     request = InfillRequest("def area(w, h):\n    return w", "\n", "python")

@@ -234,9 +234,12 @@ def newline_at_third_slot(tiny_loaded):
     newlines = torch.tensor([i for i, text in enumerate(vocabulary) if text == "\n"])
 
     def hook(module, args, output):
-        output.logits[:, 2, newlines] += 1e3
+        # The lm_head reads the whole canvas (batch, canvas, hidden) or the slots that need logits
+        # (slots, hidden), gap slots first: either way the third gap slot is row 2 of the slot dimension.
+        if output.shape[-2] > 2:
+            output[..., 2, newlines] += 1e3
 
-    handle = tiny_loaded.model.register_forward_hook(hook)
+    handle = tiny_loaded.model.lm_head.register_forward_hook(hook)
     yield tiny_loaded
     handle.remove()
 
@@ -323,13 +326,73 @@ def test_max_gap_tokens_overrides_the_trained_gap_size(tiny_loaded):
     def record(module, args, kwargs):
         canvas_lengths.append(kwargs["decoder_input_ids"].shape[-1])
 
-    handle = tiny_loaded.model.register_forward_pre_hook(record, with_kwargs=True)
+    handle = tiny_loaded.model.model.decoder.register_forward_pre_hook(record, with_kwargs=True)
     try:
         complete(engine_for(tiny_loaded, max_gap_tokens=3), "x = ", "\n")
     finally:
         handle.remove()
 
     assert set(canvas_lengths) == {3 + tiny_loaded.spec.suffix_head}
+
+
+# A canvas that starts short and grows
+
+
+@pytest.fixture
+def canvas_lengths(tiny_loaded):
+    """The canvas length of every decoder pass."""
+    lengths = []
+
+    def record(module, args, kwargs):
+        lengths.append(kwargs["decoder_input_ids"].shape[-1])
+
+    handle = tiny_loaded.model.model.decoder.register_forward_pre_hook(record, with_kwargs=True)
+    yield lengths
+    handle.remove()
+
+
+@pytest.fixture
+def end_logit(tiny_loaded, ids):
+    """Adds a value to END's logit in every slot (+: the model writes END at once, -: never)."""
+    shift = {"value": 0.0}
+
+    def hook(module, args, output):
+        output[..., ids.end] += shift["value"]
+
+    handle = tiny_loaded.model.lm_head.register_forward_hook(hook)
+    yield shift
+    handle.remove()
+
+
+def test_a_first_gap_filled_without_end_grows_to_the_full_gap_keeping_its_tokens(tiny_loaded, canvas_lengths,
+                                                                                 end_logit):
+    end_logit["value"] = -1e3
+    head, first = tiny_loaded.spec.suffix_head, 4
+
+    drafts = complete(engine_for(tiny_loaded, first_gap_tokens=first, denoise=ALL_SLOTS), "x = ", "\n")
+
+    assert canvas_lengths[0] == first + head and canvas_lengths[-1] == tiny_loaded.spec.gap_slots + head
+    grown = canvas_lengths.index(tiny_loaded.spec.gap_slots + head)
+    short_text = drafts[grown - 1].text  # the last draft of the short canvas: every slot revealed
+    assert short_text and all(draft.text.startswith(short_text) for draft in drafts[grown:-1])
+
+
+def test_a_first_gap_closed_by_end_never_grows(tiny_loaded, canvas_lengths, end_logit):
+    end_logit["value"] = 1e3
+    head, first = tiny_loaded.spec.suffix_head, 4
+
+    complete(engine_for(tiny_loaded, first_gap_tokens=first, min_insertion_tokens=0, denoise=ALL_SLOTS), "x = ",
+             "\n")
+
+    assert canvas_lengths and set(canvas_lengths) == {first + head}
+
+
+def test_a_warm_start_gets_the_full_gap_from_the_first_step(tiny_loaded, canvas_lengths):
+    engine = engine_for(tiny_loaded, first_gap_tokens=4, denoise=FAST)
+
+    complete(engine, "x = ", "\n", start_text="alpha beta gamma delta")
+
+    assert set(canvas_lengths) == {tiny_loaded.spec.gap_slots + tiny_loaded.spec.suffix_head}
 
 
 # Length and warm start between requests

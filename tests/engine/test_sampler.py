@@ -1,6 +1,7 @@
 """Specification of the denoising loop on a clamped canvas (engine.sampler.denoise)."""
 
 import itertools
+from dataclasses import replace
 
 import pytest
 import torch
@@ -204,6 +205,47 @@ def test_step_tensors_have_batch_and_canvas_dimensions(model, cache, completion_
     assert step.argmax.shape == step.current.shape == (1, length)
     assert step.logits.shape == (1, length, vocab)
     assert step.mean_entropy.shape == step.finished.shape == (1,)
+
+
+# Logits on the live slots only
+
+
+@pytest.mark.parametrize("noise", ["mask", "uniform"])
+def test_live_slot_logits_give_the_tokens_of_whole_canvas_logits(model, cache, completion_canvas, ids, noise):
+    """The lm_head skips pinned slots and slots after a revealed END, the entropy skips every
+    pinned slot: for a fixed seed, every step holds the same tokens as the whole-canvas pass."""
+    settings = DenoiseSettings(max_steps=8, confidence_threshold=0.0)
+    full = replace(settings, live_logits=False)
+    torch.manual_seed(1)  # uniform noise draws its canvas from the global generator
+    live_steps = run(model, cache, completion_canvas, ids, settings, noise=noise, processors=end_at(5, ids))
+    torch.manual_seed(1)
+    full_steps = run(model, cache, completion_canvas, ids, full, noise=noise, processors=end_at(5, ids))
+
+    assert len(live_steps) == len(full_steps) > 1
+    for live, whole in zip(live_steps, full_steps, strict=True):
+        assert torch.equal(live.argmax, whole.argmax)
+        assert torch.equal(live.current, whole.current)
+        assert torch.equal(live.finished, whole.finished)
+        torch.testing.assert_close(live.mean_entropy, whole.mean_entropy)
+
+
+def test_live_slot_logits_match_the_models_own_logits(model, cache, completion_canvas, ids):
+    """The first step's logits of a still-masked gap slot are the model's forward logits (processed)."""
+    settings = DenoiseSettings(max_steps=1, confidence_threshold=0.0, t_min=1.0, t_max=1.0)
+    canvas = torch.tensor([completion_canvas.tokens])
+    length = cache.get_seq_length()
+    positions = torch.arange(length, length + canvas.shape[1]).unsqueeze(0)
+    with torch.no_grad():
+        expected = model(decoder_input_ids=canvas, cache=cache, decoder_position_ids=positions).logits
+
+    (step,) = run(model, cache, completion_canvas, ids, settings)
+
+    gap = completion_canvas.gaps[0]
+    masked = step.current[0, gap.start : gap.stop] == ids.mask  # revealed slots are pinned in Step.logits
+    assert masked.any()
+    banned = torch.isinf(step.logits[0, gap.start : gap.stop][masked])
+    torch.testing.assert_close(step.logits[0, gap.start : gap.stop][masked][~banned],
+                               expected[0, gap.start : gap.stop][masked][~banned])
 
 
 # Batches
