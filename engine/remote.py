@@ -353,6 +353,9 @@ class RemoteRepairer:
     def __init__(self, engine: RemoteEngine, settings: RemoteRepairSettings | None = None):
         self.engine = engine
         self.settings = settings or RemoteRepairSettings()
+        # what engine.fixes keeps out of every candidate: the prompt's markers and stop tokens
+        # (the server's own special tokens are not visible from here)
+        self.special_texts = (*engine.remote.fim_tokens, *engine.remote.fim_stop)
 
     def fill(self, before: str, text: str, spans: list[Span], after: str, renoise: float | None = None) -> list[str]:
         """One candidate: the spans filled left to right, each request seeing the ones filled before."""

@@ -29,6 +29,9 @@ end })
 """
 GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
 _files = itertools.count()
+# (5, 26) first: there the embedded model's suggestion passes its confidence gate, which
+# native mode (Neovim draws only final items) needs for anything to be on screen
+GATED_FIRST = [(5, 26), *[cursor for cursor in CURSORS if cursor != (5, 26)]]
 
 
 @pytest.fixture(scope="module", params=["native", "own"])
@@ -71,7 +74,7 @@ def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
     """Insert mode at the cursors in turn until one gets a suggestion that is drawn on screen;
     returns (row, col, its first line, the cursor's screen line (with colours) at each change
     until then: the suggestion converging)."""
-    for row, col in CURSORS:
+    for row, col in GATED_FIRST:
         open_file(terminal)
         terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
         frames, deadline = [], time.monotonic() + 120
@@ -138,7 +141,7 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
           if method == 'textDocument/inlineCompletion' then table.insert(_G.kinds, params.context.triggerKind) end
           return request(self, method, params, ...)
         end""")
-    for row, col in CURSORS:
+    for row, col in GATED_FIRST:
         open_file(terminal)
         terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
         terminal.wait(f"{FINAL} or false", 120)  # the automatic request's answer, drawn or empty

@@ -16,7 +16,7 @@ from lsprotocol import types
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 INVOKED, AUTOMATIC = types.CodeActionTriggerKind.Invoked, types.CodeActionTriggerKind.Automatic
 # Two top-level documents, too long for a repair canvas: no candidate can be valid.
-UNFIXABLE = "\n".join(json.dumps({"id": i, "tags": ["a", "b"]}) for i in range(80))
+UNFIXABLE = "\n".join([": , ] :: ,"] * 200)  # punctuation with no value, too long for a repair canvas
 REASON = "Fix JSON selection: no candidate repair of the selection is valid JSON"
 
 

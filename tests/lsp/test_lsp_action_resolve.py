@@ -91,8 +91,8 @@ async def test_resolving_after_the_document_closed_fails(editor):
 
 
 async def test_no_valid_fix_fails_to_resolve_with_the_reason_then_is_offered_disabled(editor):
-    # Two top-level documents, too long for a repair canvas: no candidate can be valid.
-    records = "\n".join(json.dumps({"id": i, "tags": ["a", "b"]}) for i in range(80))
+    # Punctuation with no value in it, too long for a repair canvas: no candidate can be valid.
+    records = "\n".join([": , ] :: ,"] * 200)
     uri, action = await offered_fix(editor, records)
     with pytest.raises(JsonRpcException) as failure:
         await resolve(editor, action)

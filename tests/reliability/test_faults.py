@@ -85,7 +85,7 @@ def test_a_failure_while_loading_reports_it_and_later_requests_are_answered_empt
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory (injected while loading)")
 
-    monkeypatch.setattr("lsp.worker.load", out_of_memory)
+    monkeypatch.setattr("lsp.worker.load_any", out_of_memory)
     worker = EngineWorker()
     try:
         outcome = worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S)
