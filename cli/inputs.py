@@ -7,6 +7,7 @@ Nothing here imports torch, so these checks answer before the model libraries lo
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -25,34 +26,27 @@ def read_text(path: Path) -> str:
         raise CliError(f"cannot read {path}: {error.strerror or error}") from None
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, parse: Callable[[str], float], accept: Callable[[float], bool], expected: str):
+    """`text` parsed, when `accept` takes it (comparisons with nan are false, so nan never passes)."""
     try:
-        value = int(text)
+        value = parse(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = None
+    if value is None or not accept(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda value: value >= 1, "a positive integer")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):  # also rejects nan
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+    return _number(text, float, lambda value: 0 < value < float("inf"), "a positive number")
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text!r}")
-    return value
+    return _number(text, float, lambda value: 0 <= value < float("inf"), "a number of 0 or more")
 
 
 class Parser(argparse.ArgumentParser):
