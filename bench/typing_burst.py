@@ -162,11 +162,17 @@ class Session:
         after = self.snapshot()
         return after.cpu_s - before.cpu_s, after.steps - before.steps
 
+    def unseen(self, name: str) -> str:
+        """A first line no earlier request had: the server's suggestion cache would answer a context
+        it has seen without the engine, and these requests are there to make the engine work."""
+        return f"# {name} {self._documents + 1}\n"
+
     async def reset(self, case: Probe) -> None:
         """One completion on another file: the engine's prefix cache and warm start forget the case."""
         before = self.snapshot()
-        uri = self.open("reset", case.prefix + case.suffix)
-        answer = await asyncio.wait_for(self.ask(uri, end_position(case.prefix)), ANSWERS_S)
+        prefix = self.unseen("reset") + case.prefix
+        uri = self.open("reset", prefix + case.suffix)
+        answer = await asyncio.wait_for(self.ask(uri, end_position(prefix)), ANSWERS_S)
         await self.settle(before, [answer])
         self.close(uri)
 
@@ -204,8 +210,9 @@ class Session:
 
     async def single(self, case: Probe) -> dict:
         before = self.snapshot()
-        uri = self.open("single", case.prefix + case.suffix)
-        answer = await asyncio.wait_for(self.ask(uri, end_position(case.prefix)), ANSWERS_S)
+        prefix = self.unseen("single") + case.prefix  # the burst's last context may be in the cache
+        uri = self.open("single", prefix + case.suffix)
+        answer = await asyncio.wait_for(self.ask(uri, end_position(prefix)), ANSWERS_S)
         cpu_s, steps = await self.settle(before, [answer])
         self.close(uri)
         return {"cpu_s": cpu_s, "steps": steps, "items": answer.items, "error": answer.error,
