@@ -21,7 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
-from engine.confidence import Calibration, evidence
+from engine.confidence import Calibration, assess
 from engine.drafts import Draft, InfillRequest
 from engine.insertion import insertion_text, longest_valid
 from engine.loading import ModelLoadError, pick_device
@@ -179,7 +179,7 @@ class AutoregressiveEngine:
             return
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
-        found = evidence(chosen.logprobs[: len(tokens) + 1], text, request.prefix, cut=text != full)
-        confidence = self.calibration.estimate(found) if self.calibration else None
+        found, confidence = assess(self.calibration, chosen.logprobs[: len(tokens) + 1], text, request.prefix,
+                                   cut=text != full)
         yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence,
                     evidence=found)

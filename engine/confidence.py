@@ -91,6 +91,13 @@ class Calibration:
         return calibration if set(calibration.weights) <= set(features(evidence([], "", "", False))) else None
 
 
+def assess(calibration: Calibration | None, logprobs: list[float], text: str, prefix: str,
+           cut: bool) -> tuple[Evidence, float | None]:
+    """A final completion's evidence and, when the checkpoint is calibrated, its chance of acceptance."""
+    found = evidence(logprobs, text, prefix, cut)
+    return found, calibration.estimate(found) if calibration else None
+
+
 def fit(rows: list[tuple[Evidence, bool]], l2: float = 1e-2, steps: int = 2000, fitted_on: str = "") -> Calibration:
     """Logistic regression of acceptance on the features (standardized, L2-penalized, full-batch L-BFGS);
     the weights are returned on the features' own scale."""

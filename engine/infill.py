@@ -17,7 +17,7 @@ from transformers.cache_utils import DynamicCache
 
 from engine import canvas as canvas_layout
 from engine import closure
-from engine.confidence import Calibration, SlotLogprobs, evidence
+from engine.confidence import Calibration, SlotLogprobs, assess
 from engine.drafts import Draft, InfillRequest
 from engine.insertion import insertion_text, longest_valid
 from engine.loading import LoadedModel
@@ -162,8 +162,7 @@ class InfillEngine:
     def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
                entropy: float, prefill_ms: float) -> Draft:
         """The final draft, with its evidence and (when the checkpoint is calibrated) its confidence."""
-        found = evidence(logprobs, text, request.prefix, cut)
-        confidence = self.calibration.estimate(found) if self.calibration else None
+        found, confidence = assess(self.calibration, logprobs, text, request.prefix, cut)
         return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
                      evidence=found)
 
