@@ -55,7 +55,7 @@ from bench.cases import third_party_files
 from bench.lsp_latency import end_position, start_server
 from bench.metrics import percentile
 from bench.typing_burst import cpu_seconds
-from engine.confidence import Calibration
+from engine.completion.confidence import Calibration
 from engine.training.corpus import Document, stdlib_files
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default

@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
-from engine.confidence import passes
+from engine.completion.confidence import passes
+from engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from engine.drafts import Draft, InfillRequest
-from engine.suggestion_cache import Suggestion, SuggestionCache
 from lsp.worker import EngineWorker, Job
 
 

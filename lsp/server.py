@@ -25,7 +25,7 @@ from pygls.lsp.server import LanguageServer
 
 from engine import closure
 from engine.drafts import Draft, InfillRequest
-from engine.remote import RemoteError
+from engine.remote.client import RemoteError
 from lsp import actions, diagnostics
 from lsp.documents import Document, Documents, UnknownDocument
 from lsp.framing import Frames

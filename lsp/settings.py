@@ -9,11 +9,11 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from engine.drafts import MODES
-from engine.remote_settings import FORMATS, RemoteSettings
+from engine.remote.settings import FORMATS, RemoteSettings
 from engine.settings import EngineSettings
 
 SECTION = "diffusionInfill"
-ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote)
+ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote.client)
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class ServerSettings:
     timeout: float = 0.8  # with engine "openai": seconds an as-you-type completion may take
     invoked_timeout: float = 10.0  # with engine "openai": seconds for invoked completions and code actions
     # Automatic requests offer a completion only when its estimated chance of being accepted
-    # (engine.confidence) is at least this; invoked ones offer every completion. None: the
+    # (engine.completion.confidence) is at least this; invoked ones offer every completion. None: the
     # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None

@@ -12,7 +12,7 @@ import pytest
 from lsp_client import Editor, apply, capabilities, serve_command, start, stop
 from lsprotocol import types
 
-from engine.confidence import Calibration
+from engine.completion.confidence import Calibration
 from engine.training.probes import held_out_line_cases
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
