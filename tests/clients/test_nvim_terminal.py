@@ -172,7 +172,6 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
     assert "(1/1)" not in terminal.screen()
 
 
-
 def test_tab_inserts_what_is_drawn(terminal):
     row, _, _, _ = suggestion(terminal)
     drawn = line_on_screen(terminal, row).rstrip()
