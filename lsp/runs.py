@@ -10,7 +10,9 @@
 - A request cancelled by the client ($/cancelRequest) stops its run when no other
   request is waiting on it.
 - A single-item request whose context the engine's suggestion cache knows (asked before,
-  or a shown suggestion typed along) is answered from it, with no run.
+  or a shown suggestion typed along) is answered from it, with no run; so is one of a key
+  with `document_drafts` when the document has a draft (engine.document_drafts) whose
+  estimate passes the threshold.
 - A final completion whose confidence is under the request's threshold is not offered;
   the final draft notification then carries no text, so a client stops showing the draft.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
+from engine import document_drafts
 from engine.confidence import passes
 from engine.drafts import Draft, InfillRequest
 from engine.suggestion_cache import Suggestion, SuggestionCache
@@ -38,6 +41,7 @@ class RunKey:
     selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
     samples: int
     min_confidence: float | None = 0.0  # completions estimated below this are not offered; None: the model's own
+    document_drafts: bool = False  # may be answered with what followed the same tokens earlier in the document
 
 
 @dataclass
@@ -83,6 +87,8 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         kept = self.suggestions.lookup(request, self._threshold(key)) if key.samples == 1 else None
+        if kept is None and key.samples == 1 and key.document_drafts:
+            kept = self._document_draft(request, self._threshold(key))
         if kept is not None:
             return self._from_cache(key, position, kept)
         run = self._live.get(key.uri)
@@ -125,6 +131,17 @@ class Runs:
     def _threshold(self, key: RunKey) -> float:
         """The request's threshold; read when it is applied, since the model may load in between."""
         return self._worker.min_confidence if key.min_confidence is None else key.min_confidence
+
+    def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
+        """The document's draft at the cursor when its estimate passes `threshold`, kept for typing along."""
+        draft = document_drafts.offer(request)
+        if draft is None:
+            return None
+        found = Suggestion(draft.text, document_drafts.estimate(draft, request.prefix))
+        if not passes(found.confidence, threshold):
+            return None
+        self.suggestions.store(request, found)
+        return found
 
     def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
         """A final answer with no run and no denoising step (Draft.step 0)."""

@@ -117,7 +117,8 @@ class InfillServer(LanguageServer):
         elif settings.engine_settings() != previous.engine_settings():
             self.runs.clear()
             self.worker.configure(settings.engine_settings())
-        elif (settings.invoked_items, settings.min_confidence) != (previous.invoked_items, previous.min_confidence):
+        elif ((settings.invoked_items, settings.min_confidence, settings.document_drafts)
+              != (previous.invoked_items, previous.min_confidence, previous.document_drafts)):
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
@@ -175,7 +176,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
-    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold)
+    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold,
+                 settings.document_drafts and trigger == "automatic")
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
                             invoked=trigger == "invoked")
     try:

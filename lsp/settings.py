@@ -37,6 +37,7 @@ class ServerSettings:
     # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
+    document_drafts: bool = True  # offer what followed the same tokens earlier in the file (engine.document_drafts)
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -96,6 +97,12 @@ def _optional_positive_float(value: Any) -> float | None:
     return None if value is None else _positive_float(value)
 
 
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in choices:
@@ -125,6 +132,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "enabledLanguages": ("enabled_languages", _languages),
     "invokedItems": ("invoked_items", _positive_int),
     "minConfidence": ("min_confidence", _optional_probability),
+    "documentDrafts": ("document_drafts", _flag),
     "engine": ("engine", _one_of(ENGINES)),
     "url": ("url", _optional_text),
     "promptFormat": ("prompt_format", _one_of(FORMATS)),

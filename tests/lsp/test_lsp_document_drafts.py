@@ -1,0 +1,91 @@
+"""Drafts from the document itself (engine.document_drafts), through the real server process.
+
+The checkpoint is a copy of the embedded model with a calibration that estimates every
+completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own
+completions are never offered to an Automatic request, so whatever is offered is the
+document's draft."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from lsp_client import Editor, capabilities, serve_command, start, stop
+from lsprotocol import types
+
+from engine.confidence import Calibration
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line"}}
+CLASS = """class Box:
+    def __init__(self):
+        self.items = []
+        self.count = 0
+
+    def clear(self):
+        self.items = []
+"""
+SEVERAL = CLASS + "\n    def reset(self):\n        self.items"  # `self.items` is followed by ` = []` twice
+ONCE = CLASS + "        self.count"  # `self.count` is followed by ` = 0` once: estimated under 0.6
+
+
+@pytest.fixture(scope="module")
+async def session(model_dir, tmp_path_factory):
+    model = tmp_path_factory.mktemp("calibrated") / "model"
+    shutil.copytree(model_dir, model)
+    Calibration({}, 0.0, 0.6, "every completion: 0.5").save(model)
+    client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
+                            OPTIONS)
+    editor = Editor(client)  # an invoked request waits for the model: its threshold is known from then on
+    uri = editor.open("x = 1\n")
+    await editor.request(uri, editor.end_of(uri, "x = "), invoked=True)
+    yield client
+    await stop(client)
+
+
+def configure(session, **settings) -> None:
+    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], **settings}}))
+
+
+def final_step(session, uri: str) -> int:
+    [final] = [d for d in session.drafts.of(uri, 1) if d.final]
+    return final.step
+
+
+async def test_an_automatic_request_gets_what_followed_the_same_tokens_earlier_without_a_model_step(session):
+    editor = Editor(session)
+    uri = editor.open(SEVERAL + "\n")
+    [item] = await editor.request(uri, editor.end_of(uri, SEVERAL))
+    assert item.insert_text == " = []"
+    assert final_step(session, uri) == 0
+
+
+async def test_a_draft_estimated_under_the_threshold_leaves_the_request_to_the_model(session):
+    editor = Editor(session)
+    uri = editor.open(ONCE + "\n")
+    assert await editor.request(uri, editor.end_of(uri, ONCE)) == []  # the model's 0.5 is gated out too
+    assert final_step(session, uri) > 0
+    configure(session, minConfidence=0.5)  # the one-place draft's estimate (0.58) passes 0.5
+    try:
+        again = editor.open(ONCE + "\n")
+        [item] = await editor.request(again, editor.end_of(again, ONCE))
+        assert item.insert_text == " = 0" and final_step(session, again) == 0
+    finally:
+        configure(session)
+
+
+async def test_invoked_requests_and_document_drafts_off_ask_the_model(session):
+    editor = Editor(session)
+    uri = editor.open(SEVERAL + "\n")
+    await editor.request(uri, editor.end_of(uri, SEVERAL), invoked=True)
+    assert final_step(session, uri) > 0
+    configure(session, documentDrafts=False)
+    try:
+        off = editor.open(SEVERAL + "\n")
+        assert await editor.request(off, editor.end_of(off, SEVERAL)) == []
+        assert final_step(session, off) > 0
+    finally:
+        configure(session)
+
