@@ -13,6 +13,8 @@
   or a shown suggestion typed along) is answered from it, with no run; so is one of a key
   with `document_drafts` when the document has a draft (engine.document_drafts) whose
   estimate passes the threshold.
+- Otherwise a `quiet` request (Automatic, right after a character that rarely starts an
+  accepted completion, engine.triggers) is answered with nothing, with no run.
 - A final completion whose confidence is under the request's threshold is not offered;
   the final draft notification then carries no text, so a client stops showing the draft.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
@@ -42,6 +44,7 @@ class RunKey:
     samples: int
     min_confidence: float | None = 0.0  # completions estimated below this are not offered; None: the model's own
     document_drafts: bool = False  # may be answered with what followed the same tokens earlier in the document
+    quiet: bool = False  # answered without a run unless the cache or the document has an answer (engine.triggers)
 
 
 @dataclass
@@ -91,6 +94,9 @@ class Runs:
             kept = self._document_draft(request, self._threshold(key))
         if kept is not None:
             return self._from_cache(key, position, kept)
+        if key.quiet:
+            self.invalidate(key.uri)  # an older run of the document is stale all the same
+            return []
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
             if run.latest is not None:

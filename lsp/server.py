@@ -23,7 +23,7 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from engine import closure
+from engine import closure, triggers
 from engine.drafts import Draft, InfillRequest
 from engine.remote import RemoteError
 from lsp import actions, diagnostics
@@ -176,8 +176,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
+    automatic = trigger == "automatic"
+    quiet = automatic and triggers.quiet(where.prefix, settings.quiet_after)
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold,
-                 settings.document_drafts and trigger == "automatic")
+                 settings.document_drafts and automatic, quiet)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
                             invoked=trigger == "invoked")
     try:

@@ -11,6 +11,7 @@ from typing import Any
 from engine.drafts import MODES
 from engine.remote_settings import FORMATS, RemoteSettings
 from engine.settings import EngineSettings
+from engine.triggers import QUIET_AFTER
 
 SECTION = "diffusionInfill"
 ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote)
@@ -38,6 +39,8 @@ class ServerSettings:
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
     document_drafts: bool = True  # offer what followed the same tokens earlier in the file (engine.document_drafts)
+    # Automatic requests right after one of these characters get no completion run (engine.triggers); "": none
+    quiet_after: str = QUIET_AFTER
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -103,6 +106,12 @@ def _flag(value: Any) -> bool:
     return value
 
 
+def _characters(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected a string of characters (\"\" for none)")
+    return value
+
+
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in choices:
@@ -133,6 +142,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "invokedItems": ("invoked_items", _positive_int),
     "minConfidence": ("min_confidence", _optional_probability),
     "documentDrafts": ("document_drafts", _flag),
+    "quietAfter": ("quiet_after", _characters),
     "engine": ("engine", _one_of(ENGINES)),
     "url": ("url", _optional_text),
     "promptFormat": ("prompt_format", _one_of(FORMATS)),

@@ -1,4 +1,6 @@
-"""Drafts from the document itself (engine.document_drafts), through the real server process.
+"""Automatic requests answered without a completion run, through the real server process:
+drafts from the document itself (engine.document_drafts) and requests right after a
+character that rarely starts an accepted completion (engine.triggers).
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every
 completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own
@@ -89,3 +91,35 @@ async def test_invoked_requests_and_document_drafts_off_ask_the_model(session):
     finally:
         configure(session)
 
+
+
+async def test_an_automatic_request_right_after_a_quiet_character_gets_nothing_and_runs_nothing(session):
+    editor = Editor(session)
+    text = "def area(width, height):\n    return width *\n"
+    uri = editor.open(text)
+    assert await editor.request(uri, editor.end_of(uri, "height):")) == []
+    assert session.drafts.of(uri, 1) == []  # no run: not even a draft
+    await editor.request(uri, editor.end_of(uri, "height):"), invoked=True)  # the user asked: the model runs
+    assert final_step(session, uri) > 0
+
+
+async def test_quiet_after_nothing_runs_the_model_after_any_character(session):
+    configure(session, quietAfter="")
+    try:
+        editor = Editor(session)
+        uri = editor.open("def area(width, height):\n")
+        await editor.request(uri, editor.end_of(uri, "height):"))
+        assert final_step(session, uri) > 0
+    finally:
+        configure(session)
+
+
+async def test_a_draft_being_typed_along_keeps_its_rest_after_a_quiet_character(session):
+    editor = Editor(session)
+    text = "x = total(a, b)\ny = total(a, b)\nz = total(a\n"
+    uri = editor.open(text)
+    [item] = await editor.request(uri, editor.end_of(uri, "z = total(a"))  # two places agree: over 0.6
+    assert item.insert_text == ", b)"
+    editor.insert(uri, editor.end_of(uri, "z = total(a"), ",")
+    [rest] = await editor.request(uri, editor.end_of(uri, "z = total(a,"))  # `,` is quiet; the rest stays
+    assert rest.insert_text == " b)"
