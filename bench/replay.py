@@ -28,7 +28,8 @@ Per model: `requests`, `shown`, `accepted` (whole), `acceptance_rate` (accepted 
 excerpts), `wrong_shown_per_100`, `latency_ms_p50` and `_p95` (answers that came in
 time), `cpu_ms_per_100` (the server process's CPU time, all threads, per 100 characters
 of the excerpts), `answered_without_model` (the final `infill/draft` of the request's
-version says step 0: no denoising step ran), and more. Both the diffusion engine and the
+version says step 0: no denoising step ran), `answered_without_run` (no final `infill/draft`
+at all: the server ran nothing, engine.triggers), and more. Both the diffusion engine and the
 autoregressive baseline run through the same server, one after the other, on one thread.
 """
 
@@ -68,7 +69,7 @@ MAX_FILE_CHARS = 60_000
 LOAD_S = 600.0  # waiting for the model to load
 WORD_CHAR = re.compile(r"\w")
 COUNTS = ("requests", "shown", "accepted", "accepted_line", "accepted_word", "late", "errors",
-          "answered_without_model")
+          "answered_without_model", "answered_without_run")
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,8 @@ class Typist:
         entry.update(latency_ms=round(latency_ms, 1), step=final and final.get("step"))
         if final is not None and final.get("step") == 0:
             counts["answered_without_model"] += 1
+        if final is None:  # not even a final draft: the server ran nothing (engine.triggers)
+            counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
         if not shown:
             return ""
@@ -330,7 +333,8 @@ def summarize(tally: Tally, characters: int) -> dict:
         "latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "cpu_ms_per_100": round(tally.cpu_s * 1000 * per_100, 1),
         "chars_saved_whole_per_100": round(tally.chars_saved_whole * per_100, 2),
-        **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model")},
+        **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model",
+                                        "answered_without_run")},
         "latency_ms_mean": round(statistics.fmean(latencies), 1),
     }
 
@@ -362,7 +366,8 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
 
 def table(report: dict) -> str:
     keys = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
-            "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model", "accepted_word",
+            "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model", "answered_without_run",
+            "accepted_word",
             "accepted_line", "late")
     lines = ["| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for family in ("diffusion", "autoregressive"):
