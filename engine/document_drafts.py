@@ -28,14 +28,13 @@ class DocumentDraft:
     text: str  # what to insert at the cursor
     matched_tokens: int  # tokens before the cursor that the earlier places share
     places: int  # earlier places with those tokens and a line after them
-    agreeing: bool  # the rest of the line is the same at every one of them
 
 
-def document_draft(prefix: str, min_tokens: int = MIN_TOKENS) -> DocumentDraft | None:
+def document_draft(prefix: str) -> DocumentDraft | None:
     """The draft at the end of `prefix`; None when its last tokens do not occur earlier or
     what follows them there has nothing in common."""
     starts = [match.start() for match in TOKEN.finditer(prefix, _window_start(prefix))]
-    for count in range(min(MAX_TOKENS, len(starts)), min_tokens - 1, -1):
+    for count in range(min(MAX_TOKENS, len(starts)), MIN_TOKENS - 1, -1):
         tail = prefix[starts[-count]:]
         lines = list(_lines_after(prefix, tail))
         if not lines:
@@ -43,7 +42,7 @@ def document_draft(prefix: str, min_tokens: int = MIN_TOKENS) -> DocumentDraft |
         text = _common_start(lines, MAX_DRAFT_TOKENS)
         if not text.strip():
             return None
-        return DocumentDraft(text, count, len(lines), len(set(lines)) == 1)
+        return DocumentDraft(text, count, len(lines))
     return None
 
 

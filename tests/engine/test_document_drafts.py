@@ -17,7 +17,7 @@ CLASS = """class Box:
 
 def test_the_tokens_after_the_same_tokens_earlier_are_the_draft():
     draft = document_draft(CLASS + "        self.count")
-    assert draft == DocumentDraft(" = 0", matched_tokens=8, places=1, agreeing=True)  # `items = [] self.count`
+    assert draft == DocumentDraft(" = 0", matched_tokens=8, places=1)  # `items = [] self.count`
 
 
 def test_the_most_tokens_found_earlier_decide_the_places():
@@ -29,7 +29,7 @@ def test_the_most_tokens_found_earlier_decide_the_places():
 def test_a_draft_is_at_most_four_tokens_of_a_line_and_what_all_places_share():
     text = "run(alpha, beta, gamma, delta, eps)\nrun(alpha, beta, zeta)\nx = 1\nrun(alpha,"
     draft = document_draft(text)
-    assert draft.text == " beta," and draft.places == 2 and not draft.agreeing
+    assert draft.text == " beta," and draft.places == 2  # then `gamma` and `zeta`
     long_line = "call(one, two, three, four, five)\ncall(one,"
     assert document_draft(long_line).text == " two, three,"  # a comma is a token
 

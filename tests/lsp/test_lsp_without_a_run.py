@@ -16,10 +16,12 @@ from lsp_client import Editor, capabilities, serve_command, start, stop
 from lsprotocol import types
 
 from engine.confidence import Calibration
+from engine.triggers import QUIET_AFTER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line"}}
+OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True,
+                               "quietAfter": QUIET_AFTER}}  # the defaults, which lsp_client.start would turn off
 CLASS = """class Box:
     def __init__(self):
         self.items = []
