@@ -1,4 +1,4 @@
-"""Fits the confidence estimate (engine.confidence) of a checkpoint, and measures it.
+"""Fits the confidence estimate (engine.completion.confidence) of a checkpoint, and measures it.
 
 At every place bench.replay asks (word ends, line ends, after indentation) of the tuning
 excerpts (held-out files that the replay does not report), the engine completes the
@@ -30,8 +30,8 @@ import torch
 
 from bench.compare import BASELINE_MODEL
 from bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
-from engine import document_drafts
-from engine.confidence import Calibration, Evidence, fit
+from engine.completion import document_drafts
+from engine.completion.confidence import Calibration, Evidence, fit
 from engine.drafts import InfillRequest
 from engine.factory import create_engine, load_any
 from engine.loading import EMBEDDED_MODEL

@@ -82,7 +82,7 @@ METHOD = ("Method: `diffusion-infill bench`; each configuration in its own fresh
 
 
 def _engine(config: Config, model: Path | None, baseline: Path):
-    from engine.autoregressive import AutoregressiveEngine, load_fim
+    from engine.baseline.autoregressive import AutoregressiveEngine, load_fim
     from engine.factory import create_engine
     from engine.loading import load
     from engine.settings import EngineSettings
@@ -96,7 +96,7 @@ def _engine(config: Config, model: Path | None, baseline: Path):
 
 
 def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
-    from engine.infill import PrefixCache
+    from engine.completion.infill import PrefixCache
 
     first = run_case(engine, case, tokenizer, prefill_passes)
     if len(first["text"]) <= TYPED_CHARACTERS:

@@ -20,9 +20,9 @@ from dataclasses import asdict
 import torch
 
 from bench.metrics import aggregate, run_case
-from engine.canvas import completion_canvas
+from engine.completion.canvas import completion_canvas
+from engine.completion.infill import PrefixCache
 from engine.factory import create_engine
-from engine.infill import PrefixCache
 from engine.loading import load
 from engine.settings import EngineSettings
 from engine.training.corpus import stdlib_files

@@ -23,7 +23,7 @@ import json
 import random
 from collections.abc import Callable
 
-from engine.jsonfix import Token, tokenize
+from engine.repair.jsonfix import Token, tokenize
 
 WORDS = ("alpha", "beta", "gamma", "delta", "name", "id", "size", "tags", "owner", "items", "count", "price",
          "enabled", "created", "notes", "path", "level", "score", "color", "region", "user_id", "max-retries")

@@ -30,9 +30,9 @@ import json_repair
 import torch
 
 from bench.json_corpora import CORPORA, README, corpus
-from engine.fixes import Fixer
 from engine.loading import load
-from engine.repair import DiffusionRepairer
+from engine.repair.diffusion import DiffusionRepairer
+from engine.repair.fixes import Fixer
 
 JSONREPAIR = Path(__file__).parent / "jsonrepair"
 PEERS = ("json_repair", "jsonrepair")

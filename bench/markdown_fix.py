@@ -37,8 +37,8 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from engine.fixes import Fixer
-from engine.markdown_rules import problems
+from engine.repair.fixes import Fixer
+from engine.repair.markdown_rules import problems
 
 MARKDOWNLINT = Path(__file__).parent / "markdownlint"
 # markdownlint's rules for what Fix Markdown repairs: blank lines around fences, fence language,

@@ -29,7 +29,7 @@ excerpts), `wrong_shown_per_100`, `latency_ms_p50` and `_p95` (answers that came
 time), `cpu_ms_per_100` (the server process's CPU time, all threads, per 100 characters
 of the excerpts), `answered_without_model` (the final `infill/draft` of the request's
 version says step 0: no denoising step ran), `answered_without_run` (no final `infill/draft`
-at all: the server ran nothing, engine.triggers), and more. Both the diffusion engine and the
+at all: the server ran nothing, engine.completion.triggers), and more. Both the diffusion engine and the
 autoregressive baseline run through the same server, one after the other, on one thread.
 """
 
@@ -56,7 +56,7 @@ from bench.cases import third_party_files
 from bench.lsp_latency import end_position, start_server
 from bench.metrics import percentile
 from bench.typing_burst import cpu_seconds
-from engine.confidence import Calibration
+from engine.completion.confidence import Calibration
 from engine.training.corpus import Document, stdlib_files
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
@@ -244,7 +244,7 @@ class Typist:
         entry.update(latency_ms=round(latency_ms, 1), step=final and final.get("step"))
         if final is not None and final.get("step") == 0:
             counts["answered_without_model"] += 1
-        if final is None:  # not even a final draft: the server ran nothing (engine.triggers)
+        if final is None:  # not even a final draft: the server ran nothing (engine.completion.triggers)
             counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
         if not shown:

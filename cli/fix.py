@@ -1,7 +1,7 @@
 """`diffusion-infill fix PATH [--range L1:C1-L2:C2]`: the code actions, headless.
 
 The whole file, or the range, is fixed as JSON or Markdown (or regenerated) by the same
-engine.fixes code the server uses; the file is written only with --write. A file that
+engine.repair.fixes code the server uses; the file is written only with --write. A file that
 is not UTF-8 is an input error (one line, exit 2); one with nothing to fix is a success
 (exit 0, nothing written), and without --range the messages speak of the file.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cli.inputs import CliError
 from engine.closure import language_for_path
-from engine.fixes import Fixer, FixResult, Surroundings
+from engine.repair.fixes import Fixer, FixResult, Surroundings
 
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 

@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _bench(args: argparse.Namespace) -> int:
     from bench.compare import main as bench_main
-    from engine.autoregressive import SPEC_FILE
+    from engine.baseline.autoregressive import SPEC_FILE
 
     if not (args.baseline / SPEC_FILE).is_file():
         raise CliError(f"no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
@@ -152,9 +152,9 @@ def _fix(args: argparse.Namespace) -> int:
     text = read_text(args.path)
     _start_torch(args)
     from cli.fix import Selection, run
-    from engine.fixes import Fixer
-    from engine.remote import RemoteRepairer
-    from engine.repair import DiffusionRepairer, RepairSettings
+    from engine.remote.client import RemoteRepairer
+    from engine.repair.diffusion import DiffusionRepairer, RepairSettings
+    from engine.repair.fixes import Fixer
     from engine.settings import EngineSettings
 
     selection = Selection.parse(args.range, text)

@@ -1,4 +1,4 @@
-"""The command line's side of engine.remote: `--engine openai --url URL --model NAME` on
+"""The command line's side of engine.remote.client: `--engine openai --url URL --model NAME` on
 complete, fix and serve."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from cli.inputs import CliError
-from engine.remote_settings import FORMATS, RemoteSettings
+from engine.remote.settings import FORMATS, RemoteSettings
 
 if TYPE_CHECKING:
-    from engine.remote import RemoteEngine
+    from engine.remote.client import RemoteEngine
     from engine.settings import EngineSettings
 
 DEFAULTS = RemoteSettings(url="", model="")
@@ -55,7 +55,7 @@ def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
 
 def connect(remote: RemoteSettings, settings: EngineSettings, seed: int) -> RemoteEngine:
     """An engine on the server, its prompt format probed; one CLI error line when the server does not answer."""
-    from engine.remote import RemoteEngine, RemoteError
+    from engine.remote.client import RemoteEngine, RemoteError
 
     engine = RemoteEngine(remote, settings, seed)
     try:

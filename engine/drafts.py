@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # engine.confidence imports torch; drafts stay importable without it
-    from engine.confidence import Evidence
+if TYPE_CHECKING:  # engine.completion.confidence imports torch; drafts stay importable without it
+    from engine.completion.confidence import Evidence
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 
@@ -27,5 +27,5 @@ class Draft:
     final: bool
     valid: bool | None = None  # closure check, known for the final draft
     prefill_ms: float = 0.0  # time spent encoding the prefix for this request
-    confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.confidence)
+    confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.completion.confidence)
     evidence: Evidence | None = None  # final drafts: what that estimate was computed from

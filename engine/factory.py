@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.autoregressive import SPEC_FILE as FIM_SPEC_FILE
-from engine.autoregressive import AutoregressiveEngine, FimModel, load_fim
-from engine.infill import InfillEngine
-from engine.instruct import InstructEngine
+from engine.baseline.autoregressive import SPEC_FILE as FIM_SPEC_FILE
+from engine.baseline.autoregressive import AutoregressiveEngine, FimModel, load_fim
+from engine.completion.infill import InfillEngine
+from engine.completion.instruct import InstructEngine
 from engine.loading import LoadedModel, load
 from engine.settings import EngineSettings
 

@@ -14,7 +14,7 @@ from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
 
-from engine.canvas import CanvasSpec
+from engine.completion.canvas import CanvasSpec
 from engine.tokens import SpecialIds
 
 EMBEDDED_MODEL = Path(__file__).parent / "model"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 
-from engine.sampler import DenoiseSettings
+from engine.completion.sampler import DenoiseSettings
 
 
 @dataclass(frozen=True)

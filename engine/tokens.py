@@ -12,7 +12,7 @@ END = "<end>"  # closes one insertion; slots after it are unused and dropped
 IMAGE, BOI, EOI = "<image>", "<boi>", "<eoi>"  # reserved: DiffusionGemmaConfig wants ids for them
 
 SPECIAL_TOKENS = (PAD, EOS, BOS, MASK, END, IMAGE, BOI, EOI)
-# the autoregressive baseline's fill-in-the-middle markers (engine.autoregressive), also sent to servers
+# the autoregressive baseline's fill-in-the-middle markers (engine.baseline.autoregressive), also sent to servers
 FIM_TOKENS = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 
 

@@ -3,7 +3,7 @@ selection (quickfix), Complete table and Regenerate selection (refactor.rewrite)
 
 Targets come from the selection (any non-empty range) and from our own diagnostics in
 the request's context (for JSON the whole document, for Markdown the problem's lines).
-The repair runs on the engine thread (engine.fixes), once per document version and target
+The repair runs on the engine thread (engine.repair.fixes), once per document version and target
 (editors ask again at every cursor move); a fixed target becomes a versioned
 WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
 offered disabled with the reason and edits nothing; a client that cannot show disabled
@@ -29,8 +29,9 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from engine import closure, markdown_rules
-from engine.fixes import Fixer, FixResult, Surroundings, json_broken
+from engine import closure
+from engine.repair import markdown_rules
+from engine.repair.fixes import Fixer, FixResult, Surroundings, json_broken
 from lsp.documents import Document, UnknownDocument
 from lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from lsp.positions import PositionError

@@ -1,8 +1,8 @@
 """textDocument/publishDiagnostics for JSON and Markdown documents.
 
-JSON: the damage tree-sitter-json and `json.loads` find (engine.jsonfix.damage); in
+JSON: the damage tree-sitter-json and `json.loads` find (engine.repair.jsonfix.damage); in
 JSONC documents comments and trailing commas are allowed, so they are blanked out first.
-Markdown: the structure rules (engine.markdown_rules). Each diagnostic carries our
+Markdown: the structure rules (engine.repair.markdown_rules). Each diagnostic carries our
 `source`, so a code action request that names it is offered the matching fix
 (lsp.actions).
 
@@ -22,7 +22,7 @@ from typing import Protocol
 
 from lsprotocol import types
 
-from engine import jsonfix, markdown_rules
+from engine.repair import jsonfix, markdown_rules
 from lsp.documents import Document, Documents, UnknownDocument
 from lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 

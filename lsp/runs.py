@@ -9,12 +9,16 @@
   an identical request, so a client that re-asks never recomputes.
 - A request cancelled by the client ($/cancelRequest) stops its run when no other
   request is waiting on it.
-- A single-item request whose context the engine's suggestion cache knows (asked before,
-  or a shown suggestion typed along) is answered from it, with no run; so is one of a key
-  with `document_drafts` when the document has a draft (engine.document_drafts) whose
-  estimate passes the threshold.
+- A context gets one sample: a single-item request whose context the engine's suggestion
+  cache knows (asked before, or a shown suggestion typed along) is answered from it, with no
+  run; a request for several items gets the kept completion first and the engine samples only
+  the others, and the kept one stays the context's (an Automatic request after the trigger key
+  gets the same suggestion and the same gate decision as before it).
+- A single-item request of a key with `document_drafts` that the cache cannot answer is
+  answered with the document's draft (engine.completion.document_drafts), with no run, when
+  its estimate passes the threshold.
 - Otherwise a `quiet` request (Automatic, right after a character that rarely starts an
-  accepted completion, engine.triggers) is answered with nothing, with no run.
+  accepted completion, engine.completion.triggers) is answered with nothing, with no run.
 - A final completion whose confidence is under the request's threshold is not offered;
   the final draft notification then carries no text, so a client stops showing the draft.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
@@ -28,10 +32,10 @@ from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
-from engine import document_drafts
-from engine.confidence import passes
+from engine.completion import document_drafts
+from engine.completion.confidence import passes
+from engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from engine.drafts import Draft, InfillRequest
-from engine.suggestion_cache import Suggestion, SuggestionCache
 from lsp.worker import EngineWorker, Job
 
 
@@ -56,6 +60,7 @@ class Run:
     latest: Draft | None = None  # the live state
     sent: str | None = None  # text of the last draft notified, so only changes are sent
     waiters: int = 0
+    kept: Draft | None = None  # the suggestion cache's completion for this context: the first item
 
 
 # (key, position, draft) -> None: sends one infill/draft notification
@@ -89,10 +94,10 @@ class Runs:
         done = self._done.get(key.uri)
         if done is not None and done[0] == key:
             return done[1]
-        kept = self.suggestions.lookup(request, self._threshold(key)) if key.samples == 1 else None
+        kept = self.suggestions.lookup(request, self._threshold(key))
         if kept is None and key.samples == 1 and key.document_drafts:
             kept = self._document_draft(request, self._threshold(key))
-        if kept is not None:
+        if kept is not None and key.samples == 1:
             return self._from_cache(key, position, kept)
         if key.quiet:
             self.invalidate(key.uri)  # an older run of the document is stale all the same
@@ -103,7 +108,7 @@ class Runs:
                 self._publish(run.key, run.position, run.latest)  # the joining client sees the live state at once
         else:
             self.invalidate(key.uri)
-            run = self._start(key, request, position)
+            run = self._start(key, request, position, kept)
         run.waiters += 1
         try:
             finals = await asyncio.shield(run.result)
@@ -152,17 +157,20 @@ class Runs:
     def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
         """A final answer with no run and no denoising step (Draft.step 0)."""
         self.invalidate(key.uri)
-        final = Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence)
+        final = _kept_draft(kept)
         offered = [final] if passes(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
         self._publish(key, position, final if offered else replace(final, text=""))
         return offered
 
-    def _start(self, key: RunKey, request: InfillRequest, position: Position) -> Run:
+    def _start(self, key: RunKey, request: InfillRequest, position: Position, kept: Suggestion | None) -> Run:
+        """The engine's run for `key`; with a kept completion it samples one item fewer and no warm
+        start (which would lead back to the kept completion)."""
         loop = asyncio.get_running_loop()
-        job = Job(request, key.samples, on_draft=lambda draft: loop.call_soon_threadsafe(self._on_draft, run, draft),
-                  start_text=continuation(self._previous.get(key.uri), request))
-        run = Run(key, position, job, loop.create_future())
+        start_text = None if kept is not None else continuation(self._previous.get(key.uri), request)
+        job = Job(request, key.samples - (kept is not None),
+                  on_draft=lambda draft: loop.call_soon_threadsafe(self._on_draft, run, draft), start_text=start_text)
+        run = Run(key, position, job, loop.create_future(), kept=None if kept is None else _kept_draft(kept))
         self._live[key.uri] = run
         finished = asyncio.wrap_future(self._worker.complete(job))
         finished.add_done_callback(lambda future: self._finish(run, future))
@@ -194,11 +202,13 @@ class Runs:
     def _answered(self, run: Run, finals: list[Draft]) -> list[Draft]:
         """Records the result and notifies the converged text, so drafts end where the answer is;
         returns the completions offered (those the confidence threshold lets through)."""
+        finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
         offered = [draft for draft in finals if passes(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text:
             self._previous[run.key.uri] = (run.job.request, best.text)
+        if best.text and run.kept is None:  # else the kept completion stays this context's
             self.suggestions.store(run.job.request, Suggestion(best.text, best.confidence))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
         run.latest = shown
@@ -211,3 +221,8 @@ class Runs:
             del self._live[run.key.uri]
         if not run.result.done():
             run.result.set_result(None)
+
+
+def _kept_draft(kept: Suggestion) -> Draft:
+    """The suggestion cache's completion as a final draft that took no denoising step (Draft.step 0)."""
+    return Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence)

@@ -23,9 +23,10 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from engine import closure, triggers
+from engine import closure
+from engine.completion import triggers
 from engine.drafts import Draft, InfillRequest
-from engine.remote import RemoteError
+from engine.remote.client import RemoteError
 from lsp import actions, diagnostics
 from lsp.documents import Document, Documents, UnknownDocument
 from lsp.framing import Frames

@@ -8,13 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from engine.completion.triggers import QUIET_AFTER
 from engine.drafts import MODES
-from engine.remote_settings import FORMATS, RemoteSettings
+from engine.remote.settings import FORMATS, RemoteSettings
 from engine.settings import EngineSettings
-from engine.triggers import QUIET_AFTER
 
 SECTION = "diffusionInfill"
-ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote)
+ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote.client)
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,13 @@ class ServerSettings:
     timeout: float = 0.8  # with engine "openai": seconds an as-you-type completion may take
     invoked_timeout: float = 10.0  # with engine "openai": seconds for invoked completions and code actions
     # Automatic requests offer a completion only when its estimated chance of being accepted
-    # (engine.confidence) is at least this; invoked ones offer every completion. None: the
+    # (engine.completion.confidence) is at least this; invoked ones offer every completion. None: the
     # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
-    document_drafts: bool = True  # offer what followed the same tokens earlier in the file (engine.document_drafts)
-    # Automatic requests right after one of these characters get no completion run (engine.triggers); "": none
+    # Offer what followed the same tokens earlier in the file (engine.completion.document_drafts)
+    document_drafts: bool = True
+    # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
     quiet_after: str = QUIET_AFTER
 
     def engine_settings(self) -> EngineSettings:

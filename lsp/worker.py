@@ -17,14 +17,14 @@ from typing import TypeVar
 
 import torch
 
-from engine.autoregressive import FimModel
+from engine.baseline.autoregressive import FimModel
 from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine, load_any
-from engine.fixes import Fixer
 from engine.loading import LoadedModel, ModelLoadError
-from engine.remote import RemoteEngine, RemoteError, RemoteRepairer
-from engine.remote_settings import RemoteSettings
-from engine.repair import DiffusionRepairer
+from engine.remote.client import RemoteEngine, RemoteError, RemoteRepairer
+from engine.remote.settings import RemoteSettings
+from engine.repair.diffusion import DiffusionRepairer
+from engine.repair.fixes import Fixer
 from engine.settings import EngineSettings
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class EngineWorker:
         return self._executor.submit(self._load, model, device, dtype, settings)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
-        """Switches to a server's model (engine.remote) and probes what it supports; as `load` otherwise."""
+        """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
         self.state = State.LOADING
         return self._executor.submit(self._connect, remote, settings)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.autoregressive import FIM_TOKENS, FimIds, FimModel, FimSpec
-from engine.canvas import CanvasSpec
+from engine.baseline.autoregressive import FIM_TOKENS, FimIds, FimModel, FimSpec
+from engine.completion.canvas import CanvasSpec
 from engine.loading import EMBEDDED_MODEL, LoadedModel, ModelLoadError, load
 from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds
@@ -135,7 +135,7 @@ class OpenAIServer:
 @pytest.fixture(scope="session")
 def openai_server(tmp_path_factory):
     """`transformers serve` serving the autoregressive baseline (bench/fim_model), plain and with a
-    chat template: a real OpenAI-compatible server for engine.remote, one per test session."""
+    chat template: a real OpenAI-compatible server for engine.remote.client, one per test session."""
     from openai_servers import TransformersServe, with_chat_template
 
     chat = with_chat_template(BASELINE, tmp_path_factory.mktemp("served") / "fim_chat")

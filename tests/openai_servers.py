@@ -1,4 +1,4 @@
-"""Real servers for engine.remote's tests: `transformers serve` (an OpenAI-compatible server,
+"""Real servers for engine.remote.client's tests: `transformers serve` (an OpenAI-compatible server,
 extra `transformers[serving]`) on a free port, and a TCP peer that takes a request and never
 answers (what a hung server looks like from the client: timeouts and cancellation)."""
 
@@ -28,7 +28,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-CHAT_TEMPLATE = (  # the same minimal template as tests/engine/test_instruct.py
+CHAT_TEMPLATE = (  # the same minimal template as tests/engine/completion/test_instruct.py
     "{% for message in messages %}<bos>{{ message['role'] }}\n{{ message['content'] }}<eos>{% endfor %}"
     "{% if add_generation_prompt %}<bos>model\n{% endif %}"
 )

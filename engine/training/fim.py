@@ -1,4 +1,4 @@
-"""Fill-in-the-middle batches and model for the autoregressive baseline (engine.autoregressive).
+"""Fill-in-the-middle batches and model for the autoregressive baseline (engine.baseline.autoregressive).
 
 The baseline learns from the same streams, the same cursor positions and the same
 insertion lengths as the diffusion objective (it reuses `objective.BatchMaker`'s
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from engine.autoregressive import FimIds, fim_prompt
+from engine.baseline.autoregressive import FimIds, fim_prompt
 from engine.tiny import TinyArchitecture
 from engine.training.objective import IGNORE, BatchMaker
 

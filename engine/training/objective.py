@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from transformers.cache_utils import DynamicCache
 
-from engine import canvas as canvas_layout
-from engine.sampler import pin, softcapped_logits
+from engine.completion import canvas as canvas_layout
+from engine.completion.sampler import pin, softcapped_logits
 from engine.tokens import SpecialIds
 
 IGNORE = -100

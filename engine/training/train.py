@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, DiffusionGemmaForBlockDiffusion, PreTrainedTokenizerFast
 
-from engine.autoregressive import FIM_TOKENS, AutoregressiveEngine, FimIds, FimModel, FimSpec
-from engine.canvas import CanvasSpec
-from engine.infill import InfillEngine, InfillRequest
+from engine.baseline.autoregressive import FIM_TOKENS, AutoregressiveEngine, FimIds, FimModel, FimSpec
+from engine.completion.canvas import CanvasSpec
+from engine.completion.infill import InfillEngine, InfillRequest
+from engine.completion.sampler import DenoiseSettings
 from engine.loading import EMBEDDED_MODEL, LoadedModel
-from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
 from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from engine.tokens import SpecialIds

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from bench.markdown_fix import BREAKS, FIX_RULES, documents, fix, lint, untouched_render_alike
-from engine.markdown_rules import problems
+from engine.repair.markdown_rules import problems
 
 DOCUMENTS, MAX_CHARS = 30, 16_000  # a modest corpus: markdownlint takes a good part of a second per document
 BROKEN = {

@@ -9,8 +9,8 @@ from openai_servers import free_port
 
 from cli.main import main
 from engine.drafts import InfillRequest
-from engine.remote import RemoteEngine
-from engine.remote_settings import RemoteSettings
+from engine.remote.client import RemoteEngine
+from engine.remote.settings import RemoteSettings
 
 SOURCE = "import os\n\n\ndef main():\n    path = os.\n"
 

@@ -23,18 +23,15 @@ READY = ("(function() local c = vim.lsp.get_clients({ name = 'diffusion_infill' 
          "local s = c and require('diffusion_infill').status[c.id]; return s and s:match('ready') end)()")
 RECORD_DRAFTS = """
 _G.drafts = {}
-vim.api.nvim_create_autocmd('User', { pattern = 'DiffusionInfillDraft', callback = function(ev)
+vim.api.nvim_create_autocmd('User', { group = vim.api.nvim_create_augroup('record_drafts', {}),
+  pattern = 'DiffusionInfillDraft', callback = function(ev)
   table.insert(_G.drafts, { draft = ev.data })
 end })
 """
 GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
 _files = itertools.count()
-# (5, 26) first: there the embedded model's suggestion passes its confidence gate, which
-# native mode (Neovim draws only final items) needs for anything to be on screen
-# the last final draft: the engine's own comes first, then the server's answer after its
-# confidence gate (empty when the suggestion is not offered)
-LAST_FINAL = ("(function() for i = #_G.drafts, 1, -1 do local d = _G.drafts[i].draft; "
-              "if d.final then return d end end end)()")
+# (5, 26) first: there the embedded model's suggestion (`p`, before `p()`) passes its confidence
+# gate, which native mode (Neovim draws only final items) needs for anything to be on screen
 GATED_FIRST = [(5, 26), *[cursor for cursor in CURSORS if cursor != (5, 26)]]
 
 
@@ -74,15 +71,6 @@ def wait_or_none(terminal: Terminal, condition: str, timeout: float):
         return None
 
 
-def skip_if_gated_native(terminal: Terminal) -> None:
-    # Known open problem (issue 17, after the confidence gate of issue 14 landed): in native mode
-    # Neovim's own automatic request runs a sample of its own, which the gate usually withholds,
-    # so no cursor of CODE reliably gets an automatic suggestion drawn. The trigger and cycle
-    # keys (Invoked, never gated) are tested in native mode below.
-    if terminal.native:
-        pytest.skip("native automatic suggestions are withheld by the confidence gate (issue 17 open)")
-
-
 def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
     """Insert mode at the cursors in turn until one gets a suggestion that is drawn on screen;
     returns (row, col, its first line, the cursor's screen line (with colours) at each change
@@ -98,8 +86,6 @@ def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
             if time.monotonic() > deadline:
                 raise TimeoutError("no final draft")
             time.sleep(0.02)
-        time.sleep(1.0)  # the gated answer follows the engine's final draft
-        final = terminal.lua(f"return {LAST_FINAL}") or final
         text = final["text"].split("\n")[0]
         if text:
             line = CODE.split("\n")[row]
@@ -110,7 +96,6 @@ def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
 
 
 def test_readme_setup_shows_ghost_text_and_no_message(terminal):
-    skip_if_gated_native(terminal)
     row, col, text, frames = suggestion(terminal)  # a prompt on screen would have failed every RPC call
     messages = terminal.lua("return vim.fn.execute('messages')")
     assert "diffusion" not in messages and "Press ENTER" not in terminal.screen()
@@ -140,7 +125,6 @@ def test_drafts_are_darker_than_the_final_suggestion(terminal):
 
 
 def test_typing_drops_the_suggestion_at_once(terminal):
-    skip_if_gated_native(terminal)
     row, col, text, _ = suggestion(terminal)
     typed = "#" if not text.startswith("#") else "@"
     terminal.type("-l", typed)
@@ -186,3 +170,10 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
         terminal.wait("#_G.kinds == 2")
         assert terminal.lua("return _G.kinds") == [1, 1]
     assert "(1/1)" not in terminal.screen()
+
+
+def test_tab_inserts_what_is_drawn(terminal):
+    row, _, _, _ = suggestion(terminal)
+    drawn = line_on_screen(terminal, row).rstrip()
+    terminal.type("Tab")
+    terminal.wait(f"vim.api.nvim_buf_get_lines(0, {row}, {row + 1}, true)[1] == ...", 10, drawn)

@@ -3,9 +3,9 @@ server can serve either (bench.replay measures both through it)."""
 
 from __future__ import annotations
 
-from engine.autoregressive import AutoregressiveEngine, FimSpec
+from engine.baseline.autoregressive import AutoregressiveEngine, FimSpec
+from engine.completion.infill import InfillEngine
 from engine.factory import create_engine, is_fim_baseline
-from engine.infill import InfillEngine
 
 
 def test_a_canvas_checkpoint_gets_the_infill_engine_and_the_baseline_its_own(tiny_loaded, tiny_fim):

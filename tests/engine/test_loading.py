@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from engine.canvas import CanvasSpec
+from engine.completion.canvas import CanvasSpec
 from engine.loading import LoadedModel, ModelLoadError, load, pick_device, pick_dtype
 
 

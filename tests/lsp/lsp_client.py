@@ -103,7 +103,7 @@ class Editor:
         self.versions: dict[str, int] = {}
 
     def open(self, text: str, language: str = "python", suffix: str = ".py") -> str:
-        uri = f"file:///work/doc{next(_documents)}{suffix}"
+        uri = f"file:///project/doc{next(_documents)}{suffix}"
         self.texts[uri], self.versions[uri] = text, 1
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, language, 1, text)))

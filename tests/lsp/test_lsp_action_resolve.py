@@ -20,7 +20,7 @@ from lsp_client import Editor, serve_command, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine.fixes import FixResult
+from engine.repair.fixes import FixResult
 from lsp import actions
 from lsp.documents import Documents
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from engine.fixes import FixResult
+from engine.repair.fixes import FixResult
 from lsp.actions import FixResults, targets
 from lsp.diagnostics import diagnose
 from lsp.documents import Document

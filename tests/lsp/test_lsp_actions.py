@@ -29,7 +29,7 @@ from action_client import (
 from lsp_client import Editor, serve_command, start, stop
 from lsprotocol import types
 
-from engine import jsonfix, markdown_rules
+from engine.repair import jsonfix, markdown_rules
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 EAGER = {"resolve": False, "disabled": True}  # edits come with the actions; disabled ones are shown

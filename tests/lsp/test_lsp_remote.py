@@ -14,8 +14,8 @@ from lsprotocol import types
 from openai_servers import SilentServer, free_port
 
 from engine.drafts import InfillRequest
-from engine.remote import RemoteEngine
-from engine.remote_settings import RemoteSettings
+from engine.remote.client import RemoteEngine
+from engine.remote.settings import RemoteSettings
 from lsp.settings import ServerSettings, merge, section_of
 
 PATIENT = "120"  # seconds: the success cases must not time out on a busy machine

@@ -236,17 +236,17 @@ async def test_utf16_positions_on_emoji_and_cjk(session, editor):
 @pytest.mark.parametrize(("name", "params"), [
     ("wrong types", {"textDocument": {"uri": 7}, "position": {"line": "x", "character": 0},
                      "context": {"triggerKind": 1}}),
-    ("missing context", {"textDocument": {"uri": "file:///work/open.py"}, "position": {"line": 0, "character": 0}}),
-    ("negative line", {"textDocument": {"uri": "file:///work/open.py"}, "position": {"line": -1, "character": 0},
+    ("missing context", {"textDocument": {"uri": "file:///project/open.py"}, "position": {"line": 0, "character": 0}}),
+    ("negative line", {"textDocument": {"uri": "file:///project/open.py"}, "position": {"line": -1, "character": 0},
                        "context": {"triggerKind": 2}}),
-    ("line out of range", {"textDocument": {"uri": "file:///work/open.py"},
+    ("line out of range", {"textDocument": {"uri": "file:///project/open.py"},
                            "position": {"line": 999, "character": 0}, "context": {"triggerKind": 2}}),
     ("unknown document", {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0},
                           "context": {"triggerKind": 2}}),
 ])
 async def test_malformed_requests_get_an_error_and_the_server_keeps_serving(session, editor, name, params):
     uri = editor.open("x = 1\n")
-    params = json.loads(json.dumps(params).replace("file:///work/open.py", uri))
+    params = json.loads(json.dumps(params).replace("file:///project/open.py", uri))
     with pytest.raises(JsonRpcException) as error:
         await send_raw(session, types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=f"malformed {name}")
     assert error.value.code == INVALID_PARAMS

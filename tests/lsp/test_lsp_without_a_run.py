@@ -1,6 +1,6 @@
 """Automatic requests answered without a completion run, through the real server process:
-drafts from the document itself (engine.document_drafts) and requests right after a
-character that rarely starts an accepted completion (engine.triggers).
+drafts from the document itself (engine.completion.document_drafts) and requests right after a
+character that rarely starts an accepted completion (engine.completion.triggers).
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every
 completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own
@@ -15,8 +15,8 @@ import pytest
 from lsp_client import Editor, capabilities, serve_command, start, stop
 from lsprotocol import types
 
-from engine.confidence import Calibration
-from engine.triggers import QUIET_AFTER
+from engine.completion.confidence import Calibration
+from engine.completion.triggers import QUIET_AFTER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -2,7 +2,7 @@
 out-of-memory error inside a denoising step. Each gives a clear error, nothing hangs,
 and the next request works.
 
-Injected failures run in-process (lsp.worker's engine thread, engine.infill's prefix
+Injected failures run in-process (lsp.worker's engine thread, engine.completion.infill's prefix
 cache); checkpoints broken on disk run through the real server process.
 """
 
@@ -17,10 +17,11 @@ import pytest
 import torch
 from raw_server import HANG_S, RawServer, frame, start_server
 
-import engine.infill
+import engine.completion.infill
+from engine.completion.infill import PrefixCache
+from engine.completion.prefix import encode_context
 from engine.drafts import InfillRequest
-from engine.infill import PrefixCache
-from engine.prefix import encode_context
+from engine.loading import EMBEDDED_MODEL
 from engine.settings import EngineSettings
 from lsp.worker import CompletionFailed, EngineWorker, Job
 
@@ -45,9 +46,9 @@ def worker(tiny_model_dir):
 
 
 def fail_at_step(monkeypatch, step: int, failure: Callable[[], BaseException]) -> list[int]:
-    """engine.infill's denoising loop raises `failure()` at `step` of its first run; returns the
+    """engine.completion.infill's denoising loop raises `failure()` at `step` of its first run; returns the
     list of runs started, so a test can tell a retry from none."""
-    real, runs = engine.infill.denoise, []
+    real, runs = engine.completion.infill.denoise, []
 
     def denoise(*args, **kwargs):
         runs.append(len(runs))
@@ -56,7 +57,7 @@ def fail_at_step(monkeypatch, step: int, failure: Callable[[], BaseException]) -
                 raise failure()
             yield item
 
-    monkeypatch.setattr(engine.infill, "denoise", denoise)
+    monkeypatch.setattr(engine.completion.infill, "denoise", denoise)
     return runs
 
 
@@ -140,7 +141,7 @@ def broken_checkpoints(good: Path, root: Path) -> dict[str, tuple[Path, str]]:
     (corrupt_tokenizer / "tokenizer.json").write_bytes(b"\x00\xff garbage")
     other_tokenizer = copy("other-tokenizer")  # the embedded model's 4,096-token tokenizer on a 512-token model
     for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(engine.infill.__file__.replace("infill.py", f"model/{name}"), other_tokenizer / name)
+        shutil.copy(EMBEDDED_MODEL / name, other_tokenizer / name)
     return {
         "missing directory": (root / "does-not-exist", "no such directory"),
         "corrupt config.json": (corrupt_config, "corrupt-config"),

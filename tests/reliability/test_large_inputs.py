@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from raw_server import HANG_S, RawServer, frame, rss_bytes, start_server
 
-from engine.prefix import encode_context
+from engine.completion.prefix import encode_context
 from lsp import window
 
 MB = 2**20

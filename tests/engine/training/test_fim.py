@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.autoregressive import FimIds
+from engine.baseline.autoregressive import FimIds
 from engine.training import fim
 from engine.training.objective import IGNORE, ObjectiveConfig, Streams
 from engine.training.train import _tokenize

@@ -14,21 +14,67 @@ local function native()
   return config.options.native
 end
 
---- Drops vim.lsp.inline_completion's item in `buf`, and its pending request. After an edit the
---- item is stale, yet it keeps redrawing it at the moved cursor until its next answer (beside
---- our drafts) and would accept it. There is no public way to drop it: its completor is reached
---- through vim.lsp._capability (0.12), else at least its extmark goes.
-local function native_hide(buf)
+local NATIVE_NS = api.nvim_create_namespace('nvim.lsp.inline_completion')
+
+--- vim.lsp.inline_completion's state for `buf` (its "completor"). There is no public way to
+--- reach it: it is found through vim.lsp._capability (0.12); nil elsewhere.
+local function native_completor(buf)
   local capability = vim.lsp._capability
   local completors = capability and capability.all and capability.all.inline_completion
-  local completor = completors and completors.active and completors.active[buf]
+  return completors and completors.active and completors.active[buf]
+end
+
+--- Drops vim.lsp.inline_completion's item in `buf`, and its pending request. After an edit the
+--- item is stale, yet it keeps redrawing it at the moved cursor until its next answer (beside
+--- our drafts) and would accept it. Without its completor at least its extmark goes.
+local function native_hide(buf)
+  local completor = native_completor(buf)
   if completor and completor.abort then
     if completor.reset_timer then
       completor:reset_timer() -- a debounced request of its own would draw again
     end
     completor:abort()
   else
-    api.nvim_buf_clear_namespace(buf, api.nvim_create_namespace('nvim.lsp.inline_completion'), 0, -1)
+    api.nvim_buf_clear_namespace(buf, NATIVE_NS, 0, -1)
+  end
+end
+
+--- vim.lsp.inline_completion (0.12) draws an item without a range (ours: native_answer drops
+--- their empty ranges, so it draws inline) at the cursor minus the longest common prefix of its
+--- text and the code after the cursor, as if that code were part of the item, yet accepting it
+--- inserts the whole text: `p` before `p()` was drawn as nothing and accepted as `pp()`. Such an
+--- item is drawn whole at the cursor, as it is inserted and as the plugin's own drawing shows it;
+--- other items as Neovim draws them.
+local function draw_whole(show)
+  return function(self, hint)
+    local current, win = self.current, vim.fn.bufwinid(self.bufnr)
+    if not current or current.range or type(current.insert_text) ~= 'string' or win == -1 then
+      return show(self, hint)
+    end
+    self:hide()
+    local lines = {} ---@type [string, string][][]
+    for line in vim.gsplit(current.insert_text, '\n', { plain = true }) do
+      lines[#lines + 1] = { { line, 'ComplHint' } }
+    end
+    if hint then
+      table.insert(lines[#lines], { hint, 'ComplHintMore' })
+    end
+    local row, col = unpack(api.nvim_win_get_cursor(win))
+    api.nvim_buf_set_extmark(self.bufnr, NATIVE_NS, row - 1, col, {
+      virt_text = lines[1],
+      virt_lines = #lines > 1 and { unpack(lines, 2) } or nil,
+      virt_text_pos = 'inline',
+      hl_mode = 'combine',
+    })
+  end
+end
+
+--- Makes vim.lsp.inline_completion draw `buf`'s items with draw_whole; done before each answer is
+--- drawn, since its completor is made anew whenever inline completion is enabled again.
+local function native_draw_whole(buf)
+  local completor = native_completor(buf)
+  if completor and type(completor.show) == 'function' and not rawget(completor, 'show') then
+    completor.show = draw_whole(completor.show)
   end
 end
 
@@ -135,6 +181,7 @@ local function native_answer(handler, buf)
         item.range = nil
       end
     end
+    native_draw_whole(buf)
     local value = handler(err, result, ctx, ...)
     ghost.clear_draft(buf) -- the final item is drawn now: the draft goes without a blank frame
     return value

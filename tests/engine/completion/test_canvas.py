@@ -1,8 +1,8 @@
-"""Specification of the infilling canvas layout (engine.canvas)."""
+"""Specification of the infilling canvas layout (engine.completion.canvas)."""
 
 import pytest
 
-from engine.canvas import CanvasSpec, after_end, build, completion_canvas, insertion, settled, suffix_head
+from engine.completion.canvas import CanvasSpec, after_end, build, completion_canvas, insertion, settled, suffix_head
 from engine.tokens import SpecialIds
 
 IDS = SpecialIds(pad=0, eos=1, bos=2, mask=3, end=4)

@@ -1,8 +1,8 @@
 """Fix JSON, fix Markdown and regenerate a selection: candidates, validation, choice.
 
 Every fix gathers candidates from the deterministic repair and from the diffusion
-repair (engine.repair), validates each one the same way (JSON must load, JSONC once its
-comments and trailing commas are blanked out; Markdown must pass engine.markdown_rules;
+repair (engine.repair.diffusion), validates each one the same way (JSON must load, JSONC once its
+comments and trailing commas are blanked out; Markdown must pass engine.repair.markdown_rules;
 a regenerated selection must keep the file's closure), and keeps the valid candidate
 that loses the least of what the user wrote, then has the smallest edit. When none is
 valid the result says why and carries the text unchanged.
@@ -23,8 +23,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine import closure, jsonfix, markdown_rules
-from engine.repair import DiffusionRepairer, Span
+from engine import closure
+from engine.repair import jsonfix, markdown_rules
+from engine.repair.diffusion import DiffusionRepairer, Span
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+")

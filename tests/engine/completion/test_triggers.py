@@ -1,8 +1,8 @@
-"""engine.triggers: where an as-you-type request is not worth a completion run."""
+"""engine.completion.triggers: where an as-you-type request is not worth a completion run."""
 
 from __future__ import annotations
 
-from engine.triggers import QUIET_AFTER, quiet
+from engine.completion.triggers import QUIET_AFTER, quiet
 
 
 def test_requests_after_a_word_or_at_a_line_start_are_run():

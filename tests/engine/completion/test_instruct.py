@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
+from engine.completion.instruct import InstructEngine, answer_text
+from engine.completion.sampler import DenoiseSettings
 from engine.drafts import InfillRequest
 from engine.factory import create_engine
-from engine.instruct import InstructEngine, answer_text
-from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
 
 CHAT_TEMPLATE = (

@@ -1,4 +1,4 @@
-"""engine.remote against real servers: `transformers serve` serving the autoregressive
+"""engine.remote.client against real servers: `transformers serve` serving the autoregressive
 baseline (plain completions) and the same weights with a chat template (chat completions),
 a port nothing listens on, and a peer that takes the request and never answers."""
 
@@ -13,10 +13,9 @@ from openai_servers import SilentServer, free_port
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from engine import closure
-from engine.autoregressive import FIM_TOKENS
+from engine.baseline.autoregressive import FIM_TOKENS
 from engine.drafts import InfillRequest
-from engine.fixes import Fixer, Surroundings
-from engine.remote import (
+from engine.remote.client import (
     RemoteEngine,
     RemoteError,
     RemoteRepairer,
@@ -24,8 +23,9 @@ from engine.remote import (
     before_head,
     clamped_canvas,
 )
-from engine.remote_settings import RemoteSettings
-from engine.repair import Span
+from engine.remote.settings import RemoteSettings
+from engine.repair.diffusion import Span
+from engine.repair.fixes import Fixer, Surroundings
 from engine.settings import EngineSettings
 
 PREFIX = "import os\n\n\ndef main():\n    path = os."
@@ -54,7 +54,7 @@ def chat_engine(openai_server):
 
 def test_the_probe_picks_plain_completions_for_a_model_without_chat_template(openai_server, caplog):
     engine = engine_for(openai_server.url, openai_server.fim_model)
-    with caplog.at_level(logging.INFO, logger="engine.remote"):
+    with caplog.at_level(logging.INFO, logger="engine.remote.client"):
         assert engine.probe() == "fim"
     assert f"{openai_server.fim_model} at {openai_server.url}: using the fim prompt format" in caplog.text
     engine.close()

@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from engine import markdown_rules
-from engine.fixes import (
+from engine.repair import markdown_rules
+from engine.repair.diffusion import DiffusionRepairer, RepairSettings, Span, merge
+from engine.repair.fixes import (
     Candidate,
     Fixer,
     Surroundings,
@@ -21,9 +22,8 @@ from engine.fixes import (
     edit_size,
     markdown_validator,
 )
-from engine.jsonfix import added, comments, strip_jsonc
-from engine.markdown_rules import fix, problems
-from engine.repair import DiffusionRepairer, RepairSettings, Span, merge
+from engine.repair.jsonfix import added, comments, strip_jsonc
+from engine.repair.markdown_rules import fix, problems
 
 
 @pytest.fixture(scope="module")

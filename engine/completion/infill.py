@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterator
 import torch
 from transformers.cache_utils import DynamicCache
 
-from engine import canvas as canvas_layout
 from engine import closure
-from engine.confidence import Calibration, SlotLogprobs, assess
+from engine.completion import canvas as canvas_layout
+from engine.completion.confidence import Calibration, SlotLogprobs, assess
+from engine.completion.insertion import insertion_text, longest_valid
+from engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from engine.completion.sampler import SlotBan, SlotVocabulary, Step, denoise
 from engine.drafts import Draft, InfillRequest
-from engine.insertion import insertion_text, longest_valid
 from engine.loading import LoadedModel
-from engine.prefix import EncodedContext, encode_context, healing_candidates
-from engine.sampler import SlotBan, SlotVocabulary, Step, denoise
 from engine.settings import EngineSettings
 
 
@@ -72,11 +72,11 @@ class PrefixCache:
 
 
 class InfillEngine:
-    """Completions on a checkpoint trained on the clamped canvas (see engine.canvas)."""
+    """Completions on a checkpoint trained on the clamped canvas (see engine.completion.canvas)."""
 
     def __init__(self, loaded: LoadedModel, settings: EngineSettings | None = None):
         if problem := loaded.canvas_problem:
-            raise ValueError(f"{problem}; use engine.instruct")
+            raise ValueError(f"{problem}; use engine.completion.instruct")
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()

@@ -7,7 +7,7 @@ Three ways to ask, found out once by a probe (or set by `prompt_format`):
   clamped canvas this project's engine uses: the gap as seed slots (noise the model
   denoises), then the suffix head, tokenized by the server's /tokenize and pinned, so the
   insertion must run into the text after the cursor.
-- "chat": the instruction prompt of the in-process instruct path (engine.instruct).
+- "chat": the instruction prompt of the in-process instruct path (engine.completion.instruct).
 - "fim": plain completions of a fill-in-the-middle prompt (the baseline's tokens by default).
 
 The server streams text as it is generated; vLLM's diffusion models send a whole canvas
@@ -32,10 +32,10 @@ from typing import Any
 import openai
 
 from engine import closure
+from engine.completion.instruct import CONTEXT_CHARS, answer_text, instruction
 from engine.drafts import Draft, InfillRequest
-from engine.instruct import CONTEXT_CHARS, answer_text, instruction
-from engine.remote_settings import RemoteSettings
-from engine.repair import Span, merge
+from engine.remote.settings import RemoteSettings
+from engine.repair.diffusion import Span, merge
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 API_KEY_VARIABLES = ("DIFFUSION_INFILL_API_KEY", "OPENAI_API_KEY")  # the first one set is sent
 _POLL_S = 0.02  # how often the waiting thread looks at its cancel flag
-FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.instruct.answer_text)
+FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.completion.instruct.answer_text)
 
 
 class RemoteError(RuntimeError):
@@ -347,13 +347,13 @@ class RemoteRepairSettings:
 
 
 class RemoteRepairer:
-    """The code actions' model side (engine.fixes) on a server: every damaged span, or the whole
+    """The code actions' model side (engine.repair.fixes) on a server: every damaged span, or the whole
     selection to regenerate, is an infill request between the text around it."""
 
     def __init__(self, engine: RemoteEngine, settings: RemoteRepairSettings | None = None):
         self.engine = engine
         self.settings = settings or RemoteRepairSettings()
-        # what engine.fixes keeps out of every candidate: the prompt's markers and stop tokens
+        # what engine.repair.fixes keeps out of every candidate: the prompt's markers and stop tokens
         # (the server's own special tokens are not visible from here)
         self.special_texts = (*engine.remote.fim_tokens, *engine.remote.fim_stop)
 

@@ -1,4 +1,4 @@
-"""Specification of the denoising loop on a clamped canvas (engine.sampler.denoise)."""
+"""Specification of the denoising loop on a clamped canvas (engine.completion.sampler.denoise)."""
 
 import itertools
 from dataclasses import replace
@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from engine import canvas as canvas_layout
-from engine.infill import PrefixCache
-from engine.sampler import DenoiseSettings, SlotBan, SlotVocabulary, denoise
+from engine.completion import canvas as canvas_layout
+from engine.completion.infill import PrefixCache
+from engine.completion.sampler import DenoiseSettings, SlotBan, SlotVocabulary, denoise
 
 # never stops early: random weights are far from confident, and nothing is below 0 entropy
 NO_EARLY_STOP = DenoiseSettings(max_steps=4, confidence_threshold=0.0)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine import canvas as canvas_layout
-from engine.infill import PrefixCache
+from engine.completion import canvas as canvas_layout
+from engine.completion.infill import PrefixCache
+from engine.completion.prefix import encode_context
+from engine.completion.sampler import DenoiseSettings, denoise
 from engine.loading import LoadedModel
-from engine.prefix import encode_context
-from engine.sampler import DenoiseSettings, denoise
 from engine.tokens import SPECIAL_TOKENS
 
 

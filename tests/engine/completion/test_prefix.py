@@ -1,8 +1,8 @@
-"""Specification of the model inputs built from the text around the cursor (engine.prefix)."""
+"""Specification of the model inputs built from the text around the cursor (engine.completion.prefix)."""
 
 import pytest
 
-from engine.prefix import CHARS_PER_TOKEN_BOUND, encode_context
+from engine.completion.prefix import CHARS_PER_TOKEN_BOUND, encode_context
 
 MAX_PREFIX, SUFFIX_TOKENS = 64, 4
 LONG_FILE = "".join(f"value_{n} = compute(value_{n - 1}, {n})\n" for n in range(1, 200))

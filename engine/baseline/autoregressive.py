@@ -21,11 +21,11 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
-from engine.confidence import Calibration, assess
+from engine.completion.confidence import Calibration, assess
+from engine.completion.insertion import insertion_text, longest_valid
+from engine.completion.prefix import EncodedContext, encode_context, healing_candidates
 from engine.drafts import Draft, InfillRequest
-from engine.insertion import insertion_text, longest_valid
 from engine.loading import ModelLoadError, pick_device
-from engine.prefix import EncodedContext, encode_context, healing_candidates
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
 from engine.tokens import BOS, END, FIM_TOKENS, PAD
@@ -36,7 +36,7 @@ SPEC_FILE = "fim.json"
 @dataclass(frozen=True)
 class FimSpec:
     """How a baseline checkpoint was trained to read its prompt; saved beside its weights.
-    The defaults are the embedded diffusion model's context (engine.canvas.CanvasSpec)."""
+    The defaults are the embedded diffusion model's context (engine.completion.canvas.CanvasSpec)."""
 
     max_prefix: int = 128  # prefix tokens
     suffix_head: int = 8  # suffix tokens after the cursor

@@ -1,15 +1,15 @@
-"""Specification of one inline completion (engine.infill): prefix cache, drafts, closure."""
+"""Specification of one inline completion (engine.completion.infill): prefix cache, drafts, closure."""
 
 import itertools
 
 import pytest
 import torch
 
-from engine import canvas as canvas_layout
 from engine import closure
-from engine.infill import Draft, InfillEngine, InfillRequest, PrefixCache, typed_along
+from engine.completion import canvas as canvas_layout
+from engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache, typed_along
+from engine.completion.sampler import DenoiseSettings
 from engine.loading import LoadedModel
-from engine.sampler import DenoiseSettings
 from engine.settings import EngineSettings
 
 FAST = DenoiseSettings(max_steps=4)

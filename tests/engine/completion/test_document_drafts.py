@@ -1,8 +1,8 @@
-"""engine.document_drafts: what followed the same tokens earlier in the file, offered at the cursor."""
+"""engine.completion.document_drafts: what followed the same tokens earlier in the file, offered at the cursor."""
 
 from __future__ import annotations
 
-from engine.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
+from engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
 from engine.drafts import InfillRequest
 
 CLASS = """class Box:

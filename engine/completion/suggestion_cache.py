@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from engine.confidence import passes
+from engine.completion.confidence import passes
 from engine.drafts import InfillRequest
 
 CACHE_SIZE = 32  # contexts kept, across documents

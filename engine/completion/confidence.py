@@ -146,7 +146,7 @@ class SlotLogprobs:
         self.logprob = torch.where(live, scores, self.logprob)
 
     def grow(self, gap: range) -> None:
-        """The gap grew at its end (engine.infill): the slots it had keep their log-probabilities."""
+        """The gap grew at its end (engine.completion.infill): the slots it had keep their log-probabilities."""
         self.logprob = torch.cat([self.logprob, torch.zeros(len(gap) - len(self.gap))])
         self.gap = gap
 

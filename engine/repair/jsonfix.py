@@ -6,7 +6,7 @@ them into gaps. `structural_repair` is a lenient parser that rewrites the text t
 token, keeping the user's whitespace and every key and value it can: it quotes bare keys
 and single-quoted strings, maps Python literals, drops comments and trailing commas, and
 inserts missing commas, colons, closing quotes and closers. Its output is only a
-candidate: like every other candidate it must pass `json.loads` (see engine.fixes).
+candidate: like every other candidate it must pass `json.loads` (see engine.repair.fixes).
 
 JSONC (VS Code settings, tsconfig) allows `//` and `/* */` comments and trailing commas:
 `strip_jsonc` blanks them out, offsets unchanged, so that `json.loads` and `damage` see

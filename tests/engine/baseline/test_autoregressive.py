@@ -1,4 +1,4 @@
-"""The autoregressive baseline (engine.autoregressive): the same context, drafts and
+"""The autoregressive baseline (engine.baseline.autoregressive): the same context, drafts and
 closure rule as the diffusion engine, one token per forward pass, greedy."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.autoregressive import AutoregressiveEngine, fim_prompt
+from engine.baseline.autoregressive import AutoregressiveEngine, fim_prompt
+from engine.completion.prefix import encode_context
 from engine.drafts import InfillRequest
-from engine.prefix import encode_context
 from engine.settings import EngineSettings
 
 CLOSURE_CASES = [

@@ -1,4 +1,4 @@
-"""engine.confidence: the evidence a final completion carries, the logistic estimate fitted on
+"""engine.completion.confidence: the evidence a final completion carries, the logistic estimate fitted on
 it, and the gate the server applies."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import random
 
 import torch
 
-from engine.confidence import Calibration, SlotLogprobs, evidence, fit, passes
+from engine.completion.confidence import Calibration, SlotLogprobs, evidence, fit, passes
+from engine.completion.infill import InfillEngine
 from engine.drafts import InfillRequest
-from engine.infill import InfillEngine
 from engine.settings import EngineSettings
 
 

@@ -32,7 +32,7 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import LinearTemperatureScheduleLogitsProcessor
 
-from engine.canvas import Canvas
+from engine.completion.canvas import Canvas
 from engine.tokens import SpecialIds
 
 PINNED = 1e4  # logit that makes a slot's distribution one-hot: zero entropy, always accepted

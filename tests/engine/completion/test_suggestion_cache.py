@@ -1,10 +1,10 @@
-"""engine.suggestion_cache: the same context again, or a shown suggestion typed along,
+"""engine.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
 answered without the model."""
 
 from __future__ import annotations
 
+from engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from engine.drafts import InfillRequest
-from engine.suggestion_cache import Suggestion, SuggestionCache
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():

@@ -1,4 +1,4 @@
-"""What the remote engine (engine.remote) needs to know about its server: plain data, so the
+"""What the remote engine (engine.remote.client) needs to know about its server: plain data, so the
 command line can describe its options without importing torch or the HTTP client."""
 
 from __future__ import annotations

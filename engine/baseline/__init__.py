@@ -1,0 +1,1 @@
+"""The autoregressive baseline the benchmark measures against (served as an engine too)."""

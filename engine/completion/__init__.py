@@ -1,0 +1,1 @@
+"""The completion engine: context, canvas, denoising, insertion, confidence."""

@@ -1,0 +1,1 @@
+"""An OpenAI-compatible server (vLLM, transformers serve) as the engine."""

@@ -1,0 +1,1 @@
+"""Fix JSON / Fix Markdown: deterministic rules and the diffusion repair."""
