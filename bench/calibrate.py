@@ -13,6 +13,9 @@ reported excerpts, which the fit never saw: the precision/coverage curve, plotte
 
     python -m bench.calibrate --write --plot docs/img/confidence.png
 
+With `--drafts` it counts instead, at the same places, how often the document's own draft
+(engine.document_drafts) is right, per kind of draft: the counts its estimate is made of.
+
 Prints one JSON object on the last line of stdout.
 """
 
@@ -27,6 +30,7 @@ import torch
 
 from bench.compare import BASELINE_MODEL
 from bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
+from engine.completion import document_drafts
 from engine.completion.confidence import Calibration, Evidence, fit
 from engine.drafts import InfillRequest
 from engine.factory import create_engine, load_any
@@ -53,6 +57,23 @@ def observations(engine, pieces: list[Excerpt]) -> list[dict]:
                 rows.append({"text": final.text, "evidence": final.evidence,
                              "accepted": full[where:].startswith(final.text)})
     return rows
+
+
+def draft_counts(pieces: list[Excerpt]) -> dict[str, tuple[int, int]]:
+    """Per kind of document draft: (accepted whole, offered) at every place the replay asks."""
+    counts: dict[str, tuple[int, int]] = {}
+    for piece in pieces:
+        full = piece.context + piece.text
+        for where in range(len(piece.context), len(full)):
+            if not pauses(full, where):
+                continue
+            request = InfillRequest(*bounded(full[:where], ""), "python")
+            draft = document_drafts.offer(request)
+            if draft is not None:
+                kind = document_drafts.kind(draft, request.prefix)
+                accepted, offered = counts.get(kind, (0, 0))
+                counts[kind] = (accepted + full[where:].startswith(draft.text), offered + 1)
+    return counts
 
 
 def curve(rows: list[dict], calibration: Calibration) -> list[dict]:
@@ -135,11 +156,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, help="write the precision/coverage curve here")
     parser.add_argument("--rows", type=Path, help="save every completion with its evidence here, a file per model")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--drafts", action="store_true",
+                        help="count how often the document's own drafts are right, per kind (no model)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     tuning = excerpts(args.tuning_files, args.tuning_chars, tuning=True)
     reported = excerpts(args.files, args.chars)
+    if args.drafts:
+        print(json.dumps({"tuning": draft_counts(tuning), "reported": draft_counts(reported)}))
+        return
     report = {family: measure(path, tuning, reported, args.write,
                               args.rows and args.rows.with_name(f"{args.rows.stem}-{family}.json"))
               for family, path in (("diffusion", args.model), ("autoregressive", args.baseline))}

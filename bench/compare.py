@@ -262,6 +262,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--files", type=int, help="--replay: excerpts typed (default 8, 2 with --quick)")
     parser.add_argument("--chars", type=int, help="--replay: characters per excerpt (default 600, 300 with --quick)")
     parser.add_argument("--min-confidence", type=float, help="--replay: the server's minConfidence (default: its own)")
+    parser.add_argument("--tuning", action="store_true", help="--replay: excerpts of the tuning files (where settings "
+                        "are chosen) instead of the reported ones")
+    parser.add_argument("--settings", help="--replay: more diffusionInfill settings for the server, a JSON object")
+    parser.add_argument("--log", type=Path, help="--replay: write every request and its outcome here (JSON lines)")
     parser.add_argument("--pause-ms", type=int, default=400, help="--replay: a typist's pause at a word or line end; "
                         "an answer later than this minus the 75 ms debounce is never shown (default 400)")
 

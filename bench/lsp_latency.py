@@ -69,6 +69,11 @@ def embedded_model_copy(directory: Path) -> Path:
     return model
 
 
+# These benches measure the engine: every request runs it, wherever the cursor is and whatever
+# the document repeats (no quiet characters, no document drafts; docs/replay.md).
+ENGINE_EVERY_TIME = {"documentDrafts": False, "quietAfter": ""}
+
+
 async def start_server(client: LanguageClient, model: Path, telemetry: Path, options: dict, *extra: str,
                        verbose: bool = False, **process) -> None:
     """Starts `diffusion-infill serve` on stdio and initializes it for inline completion with `options`
@@ -126,7 +131,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, help="denoising steps at most (default: the engine's)")
     args = parser.parse_args()
     cases = held_out_line_cases(args.cases + 1, seed=CASE_SEED)
-    options = {"diffusionInfill": {"mode": "single-line", **({"maxSteps": args.max_steps} if args.max_steps else {})}}
+    options = {"diffusionInfill": {"mode": "single-line", **ENGINE_EVERY_TIME,
+                                   **({"maxSteps": args.max_steps} if args.max_steps else {})}}
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model or embedded_model_copy(Path(scratch))
         result = asyncio.run(measure(model, cases, options))

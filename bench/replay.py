@@ -28,7 +28,8 @@ Per model: `requests`, `shown`, `accepted` (whole), `acceptance_rate` (accepted 
 excerpts), `wrong_shown_per_100`, `latency_ms_p50` and `_p95` (answers that came in
 time), `cpu_ms_per_100` (the server process's CPU time, all threads, per 100 characters
 of the excerpts), `answered_without_model` (the final `infill/draft` of the request's
-version says step 0: no denoising step ran), and more. Both the diffusion engine and the
+version says step 0: no denoising step ran), `answered_without_run` (no final `infill/draft`
+at all: the server ran nothing, engine.completion.triggers), and more. Both the diffusion engine and the
 autoregressive baseline run through the same server, one after the other, on one thread.
 """
 
@@ -68,7 +69,7 @@ MAX_FILE_CHARS = 60_000
 LOAD_S = 600.0  # waiting for the model to load
 WORD_CHAR = re.compile(r"\w")
 COUNTS = ("requests", "shown", "accepted", "accepted_line", "accepted_word", "late", "errors",
-          "answered_without_model")
+          "answered_without_model", "answered_without_run")
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class Tally:
     chars_saved_whole: int = 0
     latencies_ms: list[float] = field(default_factory=list)
     cpu_s: float = 0.0
+    log: list[dict] = field(default_factory=list)  # every request: where, what was shown, what became of it
 
 
 class Typist:
@@ -209,6 +211,7 @@ class Typist:
         while at < len(piece.text):
             if pauses(full, len(piece.context) + at):
                 taken = await self._suggestion(uri, document, version, piece.text[at:], budget_s)
+                self.tally.log[-1].update(excerpt=piece.name, at=at)
                 if taken:
                     version += 1
                     self._change(uri, version, taken, end_position(document))
@@ -223,27 +226,36 @@ class Typist:
         """Asks at the cursor; returns the text the user accepts ('' when none)."""
         counts = self.tally.counts
         counts["requests"] += 1
+        entry = {"before": document[-1:], "outcome": "none", "shown": ""}
+        self.tally.log.append(entry)
         try:
             asked = await self.ask(uri, document, budget_s)
         except Exception:  # a JSON-RPC error answer: counted, the replay goes on
             counts["errors"] += 1
+            entry["outcome"] = "error"
             return ""
         if asked is None:
             counts["late"] += 1
+            entry["outcome"] = "late"
             return ""
         items, latency_ms = asked
         self.tally.latencies_ms.append(latency_ms)
         final = self.finals.get((uri, version))
+        entry.update(latency_ms=round(latency_ms, 1), step=final and final.get("step"))
         if final is not None and final.get("step") == 0:
             counts["answered_without_model"] += 1
+        if final is None:  # not even a final draft: the server ran nothing (engine.completion.triggers)
+            counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
         if not shown:
             return ""
         counts["shown"] += 1
+        entry.update(shown=shown, outcome="wrong")
         taken = accepted_as(shown, upcoming)
         if taken is None:
             return ""
         how, text = taken
+        entry["outcome"] = how
         counts["accepted" if how == "all" else f"accepted_{how}"] += 1
         self.tally.chars_saved += len(text)
         if how == "all":
@@ -321,17 +333,21 @@ def summarize(tally: Tally, characters: int) -> dict:
         "latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "cpu_ms_per_100": round(tally.cpu_s * 1000 * per_100, 1),
         "chars_saved_whole_per_100": round(tally.chars_saved_whole * per_100, 2),
-        **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model")},
+        **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model",
+                                        "answered_without_run")},
         "latency_ms_mean": round(statistics.fmean(latencies), 1),
     }
 
 
 def run(quick: bool, files: int | None, chars: int | None, model: Path | None, baseline: Path, seed: int,
-        settings: dict | None = None, pause_ms: int = PAUSE_MS) -> dict:
-    """Both models on the same excerpts; `model` None: a copy of the embedded model."""
+        settings: dict | None = None, pause_ms: int = PAUSE_MS, tuning: bool = False,
+        log: Path | None = None) -> dict:
+    """Both models on the same excerpts (the tuning files' with `tuning`); `model` None: a copy of
+    the embedded model. `log`: every request and its outcome, a JSON object a line."""
     from bench.lsp_latency import embedded_model_copy
 
-    pieces = excerpts(files or (QUICK_FILES if quick else FULL_FILES), chars or (QUICK_CHARS if quick else FULL_CHARS))
+    pieces = excerpts(files or (QUICK_FILES if quick else FULL_FILES), chars or (QUICK_CHARS if quick else FULL_CHARS),
+                      tuning)
     characters = sum(len(piece.text) for piece in pieces)
     settings = settings or {}
     report: dict = {}
@@ -339,6 +355,9 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
         served = {"diffusion": model or embedded_model_copy(Path(scratch)), "autoregressive": baseline}
         for family, path in served.items():
             tally = asyncio.run(replay_model(path, pieces, settings, seed, pause_ms))
+            if log is not None:
+                with log.open("a") as out:
+                    out.writelines(json.dumps({"model": family, **entry}) + "\n" for entry in tally.log)
             report[family] = {**summarize(tally, characters), "pause_ms": pause_ms,
                               "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
                               "model": str(model or "embedded") if family == "diffusion" else str(path)}
@@ -347,7 +366,8 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
 
 def table(report: dict) -> str:
     keys = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
-            "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model", "accepted_word",
+            "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model", "answered_without_run",
+            "accepted_word",
             "accepted_line", "late")
     lines = ["| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for family in ("diffusion", "autoregressive"):
@@ -366,7 +386,16 @@ def _bad_arguments(args) -> str | None:
         return "--min-confidence must be from 0 to 1"
     if args.pause_ms <= DEBOUNCE_MS:
         return f"--pause-ms must be more than the {DEBOUNCE_MS} ms debounce"
+    if args.settings is not None and not isinstance(_json_or_none(args.settings), dict):
+        return "--settings must be a JSON object, e.g. '{\"mode\": \"single-line\"}'"
     return None
+
+
+def _json_or_none(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def main(args) -> int:
@@ -375,8 +404,13 @@ def main(args) -> int:
     if problem:
         print(f"diffusion-infill: {problem}", file=sys.stderr)
         return 2
-    settings = {} if args.min_confidence is None else {"minConfidence": args.min_confidence}
-    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings, args.pause_ms)
+    settings = json.loads(args.settings) if args.settings is not None else {}
+    if args.min_confidence is not None:
+        settings["minConfidence"] = args.min_confidence
+    if args.log is not None:
+        args.log.write_text("")
+    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings, args.pause_ms,
+                 args.tuning, args.log)
     if args.json:
         print(json.dumps(report))
     else:

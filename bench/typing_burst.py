@@ -64,7 +64,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from bench.heldout import CASE_SEED
-from bench.lsp_latency import Recorder, embedded_model_copy, end_position, request, start_server
+from bench.lsp_latency import ENGINE_EVERY_TIME, Recorder, embedded_model_copy, end_position, request, start_server
 from engine.loading import EMBEDDED_MODEL
 from engine.training.probes import Probe, held_out_line_cases
 
@@ -307,7 +307,8 @@ def run(cases: int, model: Path | None, keystrokes: int = KEYSTROKES, interval_m
     if cases < 1 or keystrokes < 1:
         raise ValueError("cases and keystrokes must be at least 1")
     reset_case, chosen = select_cases(cases, keystrokes)
-    options = {"diffusionInfill": {"mode": "single-line", **({"maxSteps": max_steps} if max_steps else {})}}
+    options = {"diffusionInfill": {"mode": "single-line", **ENGINE_EVERY_TIME,
+                                   **({"maxSteps": max_steps} if max_steps else {})}}
     with tempfile.TemporaryDirectory() as scratch:
         served = model if model is not None else embedded_model_copy(Path(scratch))
         rows = asyncio.run(measure(served, reset_case, chosen, keystrokes, interval_ms, options))

@@ -14,6 +14,11 @@
   run; a request for several items gets the kept completion first and the engine samples only
   the others, and the kept one stays the context's (an Automatic request after the trigger key
   gets the same suggestion and the same gate decision as before it).
+- A single-item request of a key with `document_drafts` that the cache cannot answer is
+  answered with the document's draft (engine.completion.document_drafts), with no run, when
+  its estimate passes the threshold.
+- Otherwise a `quiet` request (Automatic, right after a character that rarely starts an
+  accepted completion, engine.completion.triggers) is answered with nothing, with no run.
 - A final completion whose confidence is under the request's threshold is not offered;
   the final draft notification then carries no text, so a client stops showing the draft.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
@@ -27,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
+from engine.completion import document_drafts
 from engine.completion.confidence import passes
 from engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from engine.drafts import Draft, InfillRequest
@@ -41,6 +47,8 @@ class RunKey:
     selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
     samples: int
     min_confidence: float | None = 0.0  # completions estimated below this are not offered; None: the model's own
+    document_drafts: bool = False  # may be answered with what followed the same tokens earlier in the document
+    quiet: bool = False  # answered without a run unless the cache or the document has an answer (engine.triggers)
 
 
 @dataclass
@@ -87,8 +95,13 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         kept = self.suggestions.lookup(request, self._threshold(key))
+        if kept is None and key.samples == 1 and key.document_drafts:
+            kept = self._document_draft(request, self._threshold(key))
         if kept is not None and key.samples == 1:
             return self._from_cache(key, position, kept)
+        if key.quiet:
+            self.invalidate(key.uri)  # an older run of the document is stale all the same
+            return []
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
             if run.latest is not None:
@@ -129,6 +142,17 @@ class Runs:
     def _threshold(self, key: RunKey) -> float:
         """The request's threshold; read when it is applied, since the model may load in between."""
         return self._worker.min_confidence if key.min_confidence is None else key.min_confidence
+
+    def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
+        """The document's draft at the cursor when its estimate passes `threshold`, kept for typing along."""
+        draft = document_drafts.offer(request)
+        if draft is None:
+            return None
+        found = Suggestion(draft.text, document_drafts.estimate(draft, request.prefix))
+        if not passes(found.confidence, threshold):
+            return None
+        self.suggestions.store(request, found)
+        return found
 
     def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
         """A final answer with no run and no denoising step (Draft.step 0)."""

@@ -24,6 +24,7 @@ from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInval
 from pygls.lsp.server import LanguageServer
 
 from engine import closure
+from engine.completion import triggers
 from engine.drafts import Draft, InfillRequest
 from engine.remote.client import RemoteError
 from lsp import actions, diagnostics
@@ -117,7 +118,8 @@ class InfillServer(LanguageServer):
         elif settings.engine_settings() != previous.engine_settings():
             self.runs.clear()
             self.worker.configure(settings.engine_settings())
-        elif (settings.invoked_items, settings.min_confidence) != (previous.invoked_items, previous.min_confidence):
+        elif ((settings.invoked_items, settings.min_confidence, settings.document_drafts)
+              != (previous.invoked_items, previous.min_confidence, previous.document_drafts)):
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
@@ -175,7 +177,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
-    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold)
+    automatic = trigger == "automatic"
+    quiet = automatic and triggers.quiet(where.prefix, settings.quiet_after)
+    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold,
+                 settings.document_drafts and automatic, quiet)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
                             invoked=trigger == "invoked")
     try:

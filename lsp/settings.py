@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from engine.completion.triggers import QUIET_AFTER
 from engine.drafts import MODES
 from engine.remote.settings import FORMATS, RemoteSettings
 from engine.settings import EngineSettings
@@ -37,6 +38,10 @@ class ServerSettings:
     # threshold fitted with the checkpoint (its confidence.json; bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
+    # Offer what followed the same tokens earlier in the file (engine.completion.document_drafts)
+    document_drafts: bool = True
+    # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
+    quiet_after: str = QUIET_AFTER
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -96,6 +101,18 @@ def _optional_positive_float(value: Any) -> float | None:
     return None if value is None else _positive_float(value)
 
 
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def _characters(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected a string of characters (\"\" for none)")
+    return value
+
+
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in choices:
@@ -125,6 +142,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "enabledLanguages": ("enabled_languages", _languages),
     "invokedItems": ("invoked_items", _positive_int),
     "minConfidence": ("min_confidence", _optional_probability),
+    "documentDrafts": ("document_drafts", _flag),
+    "quietAfter": ("quiet_after", _characters),
     "engine": ("engine", _one_of(ENGINES)),
     "url": ("url", _optional_text),
     "promptFormat": ("prompt_format", _one_of(FORMATS)),

@@ -39,16 +39,18 @@ def test_tuning_excerpts_come_from_other_files_than_the_reported_ones():
 
 
 @pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"],
-                                    ["--pause-ms", "50"]])
+                                    ["--pause-ms", "50"], ["--settings", "[1]"], ["--settings", "{mode"]])
 def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureFixture[str]):
     assert main(["bench", "--replay", "--quick", *option]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("diffusion-infill: ") and "\n" not in error
 
 
-def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, capsys: pytest.CaptureFixture[str]):
+def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]):
+    log = tmp_path / "requests.jsonl"
     assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json", "--pause-ms", "2000",
-                 "--model", str(model_dir)]) == 0
+                 "--model", str(model_dir), "--log", str(log)]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
     assert list(result) == ["diffusion", "autoregressive", "files", "characters"]
@@ -62,9 +64,15 @@ def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, ca
         assert model["accepted"] + model["accepted_word"] + model["accepted_line"] <= model["shown"]
         assert model["shown"] + model["late"] <= model["requests"]
         assert model["answered_without_model"] <= model["requests"] - model["late"]
+        assert 0 < model["answered_without_run"] <= model["requests"] - model["late"] - model["shown"]
         rate = model["acceptance_rate"]
         assert rate == (round(model["accepted"] / model["shown"], 3) if model["shown"] else None)
         wrong = (model["shown"] - model["accepted"]) * 100 / result["characters"]
         assert model["wrong_shown_per_100"] == round(wrong, 2)
         assert model["chars_saved_per_100"] >= model["chars_saved_whole_per_100"] >= 0
         assert model["cpu_ms_per_100"] > 0  # the server did the work, not this process
+        logged = [json.loads(line) for line in log.read_text().splitlines()]
+        mine = [entry for entry in logged if entry["model"] == family]
+        assert len(mine) == model["requests"]
+        assert sum(entry["outcome"] == "all" for entry in mine) == model["accepted"]
+        assert sum(entry["outcome"] == "late" for entry in mine) == model["late"]

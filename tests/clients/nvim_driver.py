@@ -80,8 +80,10 @@ def start_nvim(model: Path, telemetry: Path, native: bool, **options) -> Nvim:
           table.insert(_G.drafts, { draft = ev.data, shown = require('diffusion_infill.ghost').shown() or vim.NIL })
         end })
         options.cmd, options.native = cmd, native
-        -- minConfidence 0: these tests need items to show, whatever the young model's confidence
-        options.settings = options.settings or { mode = 'single-line', minConfidence = 0 }
+        -- minConfidence 0: these tests need items to show, whatever the young model's confidence;
+        -- and every request runs the model (no document drafts, no quiet characters)
+        options.settings = options.settings
+          or { mode = 'single-line', minConfidence = 0, documentDrafts = false, quietAfter = '' }
         require('diffusion_infill').setup(options)
         """,
         str(PLUGIN), serve_command(model, telemetry), native, options,

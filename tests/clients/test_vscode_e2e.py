@@ -37,6 +37,8 @@ SETTINGS = {
     "workbench.tips.enabled": False,
     "files.autoSave": "off",  # run.js saves, and waits for the dirty mark to go
     "editor.autoClosingBrackets": "never",  # the test retypes a character before each cursor, "(" among them
+    "diffusionInfill.documentDrafts": False,  # every request runs the model, after any character
+    "diffusionInfill.quietAfter": "",
 }
 
 

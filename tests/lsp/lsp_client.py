@@ -71,10 +71,20 @@ def recording_client() -> LanguageClient:
     return client
 
 
+# Unless a test sets them, every request runs the engine: answers without a run (document
+# drafts, quiet characters) have their own tests (test_lsp_without_a_run.py).
+MODEL_PATH = {"documentDrafts": False, "quietAfter": ""}
+
+
 async def start(command: list[str], caps: types.ClientCapabilities, options: dict | None = None,
                 ) -> tuple[LanguageClient, types.InitializeResult]:
     client = recording_client()
     await client.start_io(*command)
+    section = (options or {}).get("diffusionInfill")
+    if isinstance(section, dict):
+        options = {**options, "diffusionInfill": {**MODEL_PATH, **section}}
+    elif options is None:
+        options = {"diffusionInfill": MODEL_PATH}
     result = await client.initialize_session(types.InitializeParams(capabilities=caps, initialization_options=options))
     return client, result
 

@@ -23,7 +23,7 @@ from engine.training.probes import held_out_line_cases
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diffusionInfill": {"maxSteps": 6, "minConfidence": 0.4, "mode": "single-line"}}
+OPTIONS = {"diffusionInfill": {"maxSteps": 6, "minConfidence": 0.4, "mode": "single-line", "documentDrafts": False}}
 CASES, SEED = 12, 11
 REQUEST_CANCELLED = -32800
 

@@ -76,6 +76,13 @@ def test_initialization_options_may_hold_the_keys_directly_and_a_non_object_sect
     assert settings == ServerSettings() and "expected an object" in problem
 
 
+def test_document_drafts_are_on_by_default_and_take_true_or_false_only():
+    assert ServerSettings().document_drafts
+    assert not merge(ServerSettings(), {"documentDrafts": False})[0].document_drafts
+    settings, [problem] = merge(ServerSettings(), {"documentDrafts": "no"})
+    assert settings.document_drafts and "documentDrafts" in problem and "true or false" in problem
+
+
 def test_continuation_warm_starts_only_when_the_user_typed_the_completion():
     before = InfillRequest("x = fo", "\n")
     assert continuation((before, "o(bar)"), InfillRequest("x = foo(", "\n")) == "bar)"

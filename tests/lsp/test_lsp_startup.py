@@ -63,8 +63,9 @@ async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
         assert host == "127.0.0.1"
         client = recording_client()
         await client.start_tcp(host, port)
+        options = {"maxSteps": 2, "quietAfter": ""}  # a run even right after "x = "
         await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
-                                                               initialization_options={"maxSteps": 2}))
+                                                               initialization_options=options))
         editor = Editor(client)
         uri = editor.open("x = \n")
         assert isinstance(await editor.request(uri, types.Position(0, 4)), list)

@@ -28,7 +28,7 @@ DOCUMENTS = 10
 WARM_UP = 200  # requests before the baseline: caches, thread pools and allocator arenas have grown by then
 RSS_GROWTH_BOUND = 40 * 2**20
 REQUEST_CANCELLED = -32800
-OPTIONS = {"diffusionInfill": {"maxSteps": 1, "invokedItems": 2}}
+OPTIONS = {"diffusionInfill": {"maxSteps": 1, "invokedItems": 2, "documentDrafts": False, "quietAfter": ""}}
 
 
 class Typist:

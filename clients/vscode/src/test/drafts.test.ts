@@ -39,6 +39,9 @@ test('an unchanged draft is not repainted', () => {
 test('settings sent to the server: only the diffusionInfill keys that are set', () => {
   const section = { model: null, maxSteps: 12, mode: 'single-line', showDrafts: true, server: { command: ['x'] } };
   assert.deepEqual(serverSettings(section), { maxSteps: 12, mode: 'single-line' });
+  // false and '' are settings too: document drafts off, no quiet characters
+  assert.deepEqual(serverSettings({ documentDrafts: false, quietAfter: '', minConfidence: 0.5 }),
+    { minConfidence: 0.5, documentDrafts: false, quietAfter: '' });
 });
 
 test('package.json contributes every server setting', () => {
@@ -46,7 +49,8 @@ test('package.json contributes every server setting', () => {
   const manifest = require('../../package.json');
   const properties = Object.keys(manifest.contributes.configuration.properties);
   for (const key of ['model', 'device', 'dtype', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode', 'enabledLanguages',
-    'invokedItems', 'engine', 'url', 'promptFormat', 'timeout', 'invokedTimeout']) {
+    'invokedItems', 'minConfidence', 'documentDrafts', 'quietAfter', 'engine', 'url', 'promptFormat', 'timeout',
+    'invokedTimeout']) {
     assert.ok(properties.includes(`diffusionInfill.${key}`), key);
   }
   assert.ok(manifest.activationEvents.every((event: string) => event.startsWith('onLanguage:')));

@@ -1,0 +1,62 @@
+"""engine.completion.document_drafts: what followed the same tokens earlier in the file, offered at the cursor."""
+
+from __future__ import annotations
+
+from engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
+from engine.drafts import InfillRequest
+
+CLASS = """class Box:
+    def __init__(self):
+        self.items = []
+        self.count = 0
+
+    def clear(self):
+        self.items = []
+"""
+
+
+def test_the_tokens_after_the_same_tokens_earlier_are_the_draft():
+    draft = document_draft(CLASS + "        self.count")
+    assert draft == DocumentDraft(" = 0", matched_tokens=8, places=1)  # `items = [] self.count`
+
+
+def test_the_most_tokens_found_earlier_decide_the_places():
+    text = "a = f(x, 1)\nb = g(x, 2)\nc = f(x,"
+    assert document_draft(text).text == " 1)"  # `f(x,` matches once; `(x,` alone also matched g's
+    assert document_draft("a = g(x, 1)\nb = h(x, 2)\nc = f(x,") is None  # fewer than 3 tokens in common
+
+
+def test_a_draft_is_at_most_four_tokens_of_a_line_and_what_all_places_share():
+    text = "run(alpha, beta, gamma, delta, eps)\nrun(alpha, beta, zeta)\nx = 1\nrun(alpha,"
+    draft = document_draft(text)
+    assert draft.text == " beta," and draft.places == 2  # then `gamma` and `zeta`
+    long_line = "call(one, two, three, four, five)\ncall(one,"
+    assert document_draft(long_line).text == " two, three,"  # a comma is a token
+
+
+def test_an_earlier_place_must_start_at_a_word_boundary_and_end_its_line_before_the_cursor():
+    assert document_draft("value_total = 1\ntotal =") is None  # `total =` inside `value_total =`
+    assert document_draft("x = abc + abc") is None  # the earlier place's line is the cursor's own
+
+
+def test_nothing_in_common_after_the_places_is_no_draft():
+    assert document_draft("f(a, b)\ng = 1\nf(a, c)\nh = 2\nf(a,") is None
+
+
+def test_the_estimate_follows_the_kind_of_draft():
+    one = document_draft(CLASS + "        self.count")
+    several = document_draft(CLASS + "\n    def reset(self):\n        self.items")
+    after_space = document_draft(CLASS + "        self.count = ")
+    assert kind(one, CLASS + "        self.count") == "one place"
+    assert several.places == 2 and kind(several, "self.items") == "several places"
+    assert after_space is None or kind(after_space, "self.count = ") == "not after a word"
+    assert estimate(several, "self.items") > estimate(one, "self.count") > estimate(one, "self.count ")
+    assert all(0 < estimate(one, prefix) < 1 for prefix in ("x", " ", ""))
+
+
+def test_a_draft_is_offered_only_at_a_line_end_and_where_it_keeps_closure():
+    prefix = CLASS + "        self.count"
+    assert offer(InfillRequest(prefix, "\n", "python")).text == " = 0"
+    assert offer(InfillRequest(prefix, " + 1\n", "python")) is None  # code follows on the line
+    broken = "print(x))\nprint(x"
+    assert document_draft(broken).text == "))" and offer(InfillRequest(broken, "", "python")) is None

@@ -1,0 +1,18 @@
+"""engine.completion.triggers: where an as-you-type request is not worth a completion run."""
+
+from __future__ import annotations
+
+from engine.completion.triggers import QUIET_AFTER, quiet
+
+
+def test_requests_after_a_word_or_at_a_line_start_are_run():
+    assert not quiet("x = total") and not quiet("x = 1\n") and not quiet("")
+
+
+def test_requests_after_a_quiet_character_are_not():
+    assert all(quiet("x = f(a" + char) for char in QUIET_AFTER)
+    assert quiet("def f(a):") and quiet("    ")
+
+
+def test_the_set_can_be_changed_or_emptied():
+    assert not quiet("def f(a):", "") and quiet("x = [", "[")

@@ -1,0 +1,127 @@
+"""Automatic requests answered without a completion run, through the real server process:
+drafts from the document itself (engine.completion.document_drafts) and requests right after a
+character that rarely starts an accepted completion (engine.completion.triggers).
+
+The checkpoint is a copy of the embedded model with a calibration that estimates every
+completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own
+completions are never offered to an Automatic request, so whatever is offered is the
+document's draft."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from lsp_client import Editor, capabilities, serve_command, start, stop
+from lsprotocol import types
+
+from engine.completion.confidence import Calibration
+from engine.completion.triggers import QUIET_AFTER
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True,
+                               "quietAfter": QUIET_AFTER}}  # the defaults, which lsp_client.start would turn off
+CLASS = """class Box:
+    def __init__(self):
+        self.items = []
+        self.count = 0
+
+    def clear(self):
+        self.items = []
+"""
+SEVERAL = CLASS + "\n    def reset(self):\n        self.items"  # `self.items` is followed by ` = []` twice
+ONCE = CLASS + "        self.count"  # `self.count` is followed by ` = 0` once: estimated under 0.6
+
+
+@pytest.fixture(scope="module")
+async def session(model_dir, tmp_path_factory):
+    model = tmp_path_factory.mktemp("calibrated") / "model"
+    shutil.copytree(model_dir, model)
+    Calibration({}, 0.0, 0.6, "every completion: 0.5").save(model)
+    client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
+                            OPTIONS)
+    editor = Editor(client)  # an invoked request waits for the model: its threshold is known from then on
+    uri = editor.open("x = 1\n")
+    await editor.request(uri, editor.end_of(uri, "x = "), invoked=True)
+    yield client
+    await stop(client)
+
+
+def configure(session, **settings) -> None:
+    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], **settings}}))
+
+
+def final_step(session, uri: str) -> int:
+    [final] = [d for d in session.drafts.of(uri, 1) if d.final]
+    return final.step
+
+
+async def test_an_automatic_request_gets_what_followed_the_same_tokens_earlier_without_a_model_step(session):
+    editor = Editor(session)
+    uri = editor.open(SEVERAL + "\n")
+    [item] = await editor.request(uri, editor.end_of(uri, SEVERAL))
+    assert item.insert_text == " = []"
+    assert final_step(session, uri) == 0
+
+
+async def test_a_draft_estimated_under_the_threshold_leaves_the_request_to_the_model(session):
+    editor = Editor(session)
+    uri = editor.open(ONCE + "\n")
+    assert await editor.request(uri, editor.end_of(uri, ONCE)) == []  # the model's 0.5 is gated out too
+    assert final_step(session, uri) > 0
+    configure(session, minConfidence=0.5)  # the one-place draft's estimate (0.58) passes 0.5
+    try:
+        again = editor.open(ONCE + "\n")
+        [item] = await editor.request(again, editor.end_of(again, ONCE))
+        assert item.insert_text == " = 0" and final_step(session, again) == 0
+    finally:
+        configure(session)
+
+
+async def test_invoked_requests_and_document_drafts_off_ask_the_model(session):
+    editor = Editor(session)
+    uri = editor.open(SEVERAL + "\n")
+    await editor.request(uri, editor.end_of(uri, SEVERAL), invoked=True)
+    assert final_step(session, uri) > 0
+    configure(session, documentDrafts=False)
+    try:
+        off = editor.open(SEVERAL + "\n")
+        assert await editor.request(off, editor.end_of(off, SEVERAL)) == []
+        assert final_step(session, off) > 0
+    finally:
+        configure(session)
+
+
+
+async def test_an_automatic_request_right_after_a_quiet_character_gets_nothing_and_runs_nothing(session):
+    editor = Editor(session)
+    text = "def area(width, height):\n    return width *\n"
+    uri = editor.open(text)
+    assert await editor.request(uri, editor.end_of(uri, "height):")) == []
+    assert session.drafts.of(uri, 1) == []  # no run: not even a draft
+    await editor.request(uri, editor.end_of(uri, "height):"), invoked=True)  # the user asked: the model runs
+    assert final_step(session, uri) > 0
+
+
+async def test_quiet_after_nothing_runs_the_model_after_any_character(session):
+    configure(session, quietAfter="")
+    try:
+        editor = Editor(session)
+        uri = editor.open("def area(width, height):\n")
+        await editor.request(uri, editor.end_of(uri, "height):"))
+        assert final_step(session, uri) > 0
+    finally:
+        configure(session)
+
+
+async def test_a_draft_being_typed_along_keeps_its_rest_after_a_quiet_character(session):
+    editor = Editor(session)
+    text = "x = total(a, b)\ny = total(a, b)\nz = total(a\n"
+    uri = editor.open(text)
+    [item] = await editor.request(uri, editor.end_of(uri, "z = total(a"))  # two places agree: over 0.6
+    assert item.insert_text == ", b)"
+    editor.insert(uri, editor.end_of(uri, "z = total(a"), ",")
+    [rest] = await editor.request(uri, editor.end_of(uri, "z = total(a,"))  # `,` is quiet; the rest stays
+    assert rest.insert_text == " b)"
