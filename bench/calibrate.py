@@ -104,7 +104,9 @@ def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: b
     calibration = fit([(row["evidence"], row["accepted"]) for row in tuning_rows],
                       fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)")
     tuning_curve = curve(tuning_rows, calibration)
-    calibration = replace(calibration, threshold=best_threshold(tuning_curve))
+    previous = Calibration.load(path)  # its quiet characters come from the replay, not from this fit
+    calibration = replace(calibration, threshold=best_threshold(tuning_curve),
+                          quiet_after=previous.quiet_after if previous else "")
     if write:
         calibration.save(path)
     reported_rows = observations(engine, reported)

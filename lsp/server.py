@@ -178,7 +178,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     automatic = trigger == "automatic"
-    quiet = automatic and triggers.quiet(where.prefix, settings.quiet_after)
+    quiet_after = settings.quiet_after if settings.quiet_after is not None else ls.worker.quiet_after
+    quiet = automatic and triggers.quiet(where.prefix, quiet_after)
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold,
                  settings.document_drafts and automatic, quiet)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from engine.completion.triggers import QUIET_AFTER
 from engine.drafts import MODES
 from engine.remote.settings import FORMATS, RemoteSettings
 from engine.settings import EngineSettings
@@ -41,7 +40,7 @@ class ServerSettings:
     # Offer what followed the same tokens earlier in the file (engine.completion.document_drafts)
     document_drafts: bool = True
     # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
-    quiet_after: str = QUIET_AFTER
+    quiet_after: str | None = None  # None: the characters calibrated with the checkpoint
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode).with_overrides(
@@ -107,9 +106,9 @@ def _flag(value: Any) -> bool:
     return value
 
 
-def _characters(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError("expected a string of characters (\"\" for none)")
+def _characters(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("expected a string of characters (\"\" for none) or null")
     return value
 
 

@@ -79,6 +79,12 @@ class EngineWorker:
         calibration = getattr(self._engine, "calibration", None)
         return calibration.threshold if calibration is not None else 0.0
 
+    @property
+    def quiet_after(self) -> str:
+        """The quiet characters calibrated with the loaded checkpoint; none when it has none."""
+        calibration = getattr(self._engine, "calibration", None)
+        return calibration.quiet_after if calibration is not None else ""
+
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
         """Loads a model (after the jobs already queued); completions queued later wait for it."""
         self.state = State.LOADING

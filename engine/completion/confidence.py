@@ -67,6 +67,9 @@ class Calibration:
     intercept: float
     threshold: float = 0.0  # the minConfidence chosen with it: most typing saved per wrong suggestion shown
     fitted_on: str = ""  # what it was fitted on, for the record
+    # the quietAfter chosen with it: characters after which no suggestion of this model shown in the
+    # tuning replay was accepted (engine.completion.triggers); another model keeps its own
+    quiet_after: str = ""
 
     def estimate(self, found: Evidence) -> float:
         values = features(found)
@@ -85,7 +88,7 @@ class Calibration:
         try:
             data = json.loads(path.read_text())
             calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
-                              str(data.get("fitted_on", "")))
+                              str(data.get("fitted_on", "")), str(data.get("quiet_after", "")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return calibration if set(calibration.weights) <= set(features(evidence([], "", "", False))) else None

@@ -16,12 +16,12 @@ from lsp_client import Editor, capabilities, serve_command, start, stop
 from lsprotocol import types
 
 from engine.completion.confidence import Calibration
-from engine.completion.triggers import QUIET_AFTER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True,
-                               "quietAfter": QUIET_AFTER}}  # the defaults, which lsp_client.start would turn off
+                               "quietAfter": None}}  # the defaults, which lsp_client.start would turn off
+QUIET = " :),\""  # the checkpoint's quiet characters (its calibration); `.` left out
 CLASS = """class Box:
     def __init__(self):
         self.items = []
@@ -38,7 +38,7 @@ ONCE = CLASS + "        self.count"  # `self.count` is followed by ` = 0` once: 
 async def session(model_dir, tmp_path_factory):
     model = tmp_path_factory.mktemp("calibrated") / "model"
     shutil.copytree(model_dir, model)
-    Calibration({}, 0.0, 0.6, "every completion: 0.5").save(model)
+    Calibration({}, 0.0, 0.6, "every completion: 0.5", quiet_after=QUIET).save(model)
     client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
                             OPTIONS)
     editor = Editor(client)  # an invoked request waits for the model: its threshold is known from then on
@@ -102,6 +102,13 @@ async def test_an_automatic_request_right_after_a_quiet_character_gets_nothing_a
     assert await editor.request(uri, editor.end_of(uri, "height):")) == []
     assert session.drafts.of(uri, 1) == []  # no run: not even a draft
     await editor.request(uri, editor.end_of(uri, "height):"), invoked=True)  # the user asked: the model runs
+    assert final_step(session, uri) > 0
+
+
+async def test_the_quiet_characters_are_the_checkpoints(session):
+    editor = Editor(session)
+    uri = editor.open("total = values.\n")
+    await editor.request(uri, editor.end_of(uri, "values."))  # `.` is quiet for the embedded model, not this one
     assert final_step(session, uri) > 0
 
 

@@ -35,9 +35,14 @@ def test_a_fit_ranks_likely_completions_above_unlikely_ones():
 
 
 def test_a_calibration_is_saved_beside_the_checkpoint_and_loaded_back(tmp_path):
-    calibration = Calibration({"mean_logprob": 1.5, "log_chars": -0.25}, -0.5, 0.3, "a test")
+    calibration = Calibration({"mean_logprob": 1.5, "log_chars": -0.25}, -0.5, 0.3, "a test", quiet_after=":)")
     calibration.save(tmp_path)
     assert Calibration.load(tmp_path) == calibration
+
+
+def test_a_calibration_without_quiet_characters_has_none(tmp_path):
+    (tmp_path / "confidence.json").write_text('{"weights": {}, "intercept": 0.0, "threshold": 0.3}')
+    assert Calibration.load(tmp_path).quiet_after == ""
     assert Calibration.load(tmp_path / "missing") is None
     (tmp_path / "confidence.json").write_text('{"weights": {"colour": 1}, "intercept": 0}')
     assert Calibration.load(tmp_path) is None  # a feature it does not know: no estimate rather than a wrong one
