@@ -16,7 +16,9 @@
   gets the same suggestion and the same gate decision as before it).
 - A single-item request of a key with `document_drafts` that the cache cannot answer is
   answered with the document's draft (engine.completion.document_drafts), with no run, when
-  its estimate passes the threshold.
+  its estimate passes the threshold and the model is calibrated: only then do the model's
+  completions have estimates on the same scale, and an uncalibrated model (a real
+  DiffusionGemma, a server's model) is taken to know better than a repetition.
 - Otherwise a `quiet` request (Automatic, right after a character that rarely starts an
   accepted completion, engine.completion.triggers) is answered with nothing, with no run.
 - A final completion whose confidence is under the request's threshold is not offered;
@@ -95,7 +97,7 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         kept = self.suggestions.lookup(request, self._threshold(key))
-        if kept is None and key.samples == 1 and key.document_drafts:
+        if kept is None and key.samples == 1 and key.document_drafts and self._worker.calibration is not None:
             kept = self._document_draft(request, self._threshold(key))
         if kept is not None and key.samples == 1:
             return self._from_cache(key, position, kept)

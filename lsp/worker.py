@@ -18,6 +18,7 @@ from typing import TypeVar
 import torch
 
 from engine.baseline.autoregressive import FimModel
+from engine.completion.confidence import Calibration
 from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine, load_any
 from engine.loading import LoadedModel, ModelLoadError
@@ -74,16 +75,19 @@ class EngineWorker:
         self.steps = 0
 
     @property
+    def calibration(self) -> Calibration | None:
+        """The loaded checkpoint's confidence calibration; None when it has none (or none is loaded)."""
+        return getattr(self._engine, "calibration", None)
+
+    @property
     def min_confidence(self) -> float:
         """The threshold calibrated with the loaded checkpoint; 0 (everything) when it has none."""
-        calibration = getattr(self._engine, "calibration", None)
-        return calibration.threshold if calibration is not None else 0.0
+        return self.calibration.threshold if self.calibration is not None else 0.0
 
     @property
     def quiet_after(self) -> str:
         """The quiet characters calibrated with the loaded checkpoint; none when it has none."""
-        calibration = getattr(self._engine, "calibration", None)
-        return calibration.quiet_after if calibration is not None else ""
+        return self.calibration.quiet_after if self.calibration is not None else ""
 
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
         """Loads a model (after the jobs already queued); completions queued later wait for it."""

@@ -132,3 +132,17 @@ async def test_a_draft_being_typed_along_keeps_its_rest_after_a_quiet_character(
     editor.insert(uri, editor.end_of(uri, "z = total(a"), ",")
     [rest] = await editor.request(uri, editor.end_of(uri, "z = total(a,"))  # `,` is quiet; the rest stays
     assert rest.insert_text == " b)"
+
+
+async def test_an_uncalibrated_model_is_asked_instead_of_repeating_the_document(model_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model)
+    (model / "confidence.json").unlink()  # like a real DiffusionGemma or a server's model: no estimates
+    client, _ = await start(serve_command(model, tmp_path / "t.json"), capabilities(["utf-16"]), OPTIONS)
+    try:
+        editor = Editor(client)
+        uri = editor.open(SEVERAL + "\n")
+        await editor.request(uri, editor.end_of(uri, SEVERAL))
+        assert final_step(client, uri) > 0
+    finally:
+        await stop(client)
