@@ -26,14 +26,8 @@ from engine.training.fim import FIM_ARCHITECTURE, fim_model
 
 PREFIX, SLOTS, GAP, VOCAB = 128, 24, 16, 4096
 SPECIAL = dict(pad=0, eos=1, bos=2, image=3, boi=4, eoi=5)
-SHAPES = {
-    "4x256": TinyArchitecture(),  # the embedded model's
-    "3x256": TinyArchitecture(num_hidden_layers=3),
-    "2x256": TinyArchitecture(num_hidden_layers=2),
-    "2x384": TinyArchitecture(num_hidden_layers=2, hidden_size=384, num_attention_heads=6, intermediate_size=1152),
-    "3x320": TinyArchitecture(num_hidden_layers=3, hidden_size=320, num_attention_heads=5, num_key_value_heads=1,
-                              intermediate_size=960),
-}
+SHAPES = {name: TinyArchitecture.of_shape(*map(int, name.split("x")))  # 4x256: the embedded model's
+          for name in ("4x256", "3x256", "2x256", "2x384", "3x320")}
 BASELINE = "baseline 4x256"
 
 

@@ -41,6 +41,14 @@ def positive_int(text: str) -> int:
     return _number(text, int, lambda value: value >= 1, "a positive integer")
 
 
+def shape(text: str) -> tuple[int, int]:
+    """LAYERSxWIDTH, e.g. 2x384: a width that is a multiple of 64 (the heads are 64 wide)."""
+    layers, _, width = text.lower().partition("x")
+    if not (layers.isdigit() and width.isdigit() and int(layers) >= 1 and int(width) >= 64 and int(width) % 64 == 0):
+        raise argparse.ArgumentTypeError(f"expected LAYERSxWIDTH with a width that is a multiple of 64, got {text!r}")
+    return int(layers), int(width)
+
+
 def positive_float(text: str) -> float:
     return _number(text, float, lambda value: 0 < value < float("inf"), "a positive number")
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from bench.compare import add_arguments as add_bench_arguments
 from cli import remote
-from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text
+from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text, shape
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                        "the encoder's autoregressive loss alone before the joint loss")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
+    train.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
+                       help="diffusion: a new model's layers and width (default 4x256; heads 64 wide)")
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
     add_bench_arguments(bench)
     return parser
@@ -204,9 +206,10 @@ def _serve(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
+    from engine.tiny import TinyArchitecture
     from engine.training.fim import FIM_ARCHITECTURE
     from engine.training.objective import ObjectiveConfig
-    from engine.training.train import FimTrainer, TrainConfig, Trainer
+    from engine.training.train import FimTrainer, TrainConfig, Trainer, TrainingSetupError
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -214,13 +217,17 @@ def _train(args: argparse.Namespace) -> int:
     p = args.max_prefix
     recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p,
                   objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end))
-    if args.objective == "fim":
-        config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
-        trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
-    else:
-        config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours, **recipe)
-        trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
-    trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
+    try:
+        if args.objective == "fim":
+            config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
+            trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
+        else:
+            config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours,
+                                 architecture=TinyArchitecture.of_shape(*args.shape), **recipe)
+            trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
+        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
+    except TrainingSetupError as error:
+        raise CliError(str(error)) from None
     return 0
 
 

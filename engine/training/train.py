@@ -54,6 +54,10 @@ class TrainConfig:
     objective: objective.ObjectiveConfig = field(default_factory=objective.ObjectiveConfig)
 
 
+class TrainingSetupError(ValueError):
+    """A run that cannot start as asked (the command line says so in one line)."""
+
+
 @dataclass(frozen=True)
 class Cooldown:
     """The learning rate falls linearly to `FLOOR` of its value over the last `length`
@@ -156,7 +160,11 @@ class Trainer:
         if not self.checkpoint_path.exists():
             return
         state = torch.load(self.checkpoint_path, weights_only=False)
-        self.model.load_state_dict(state["model"])
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError:
+            raise TrainingSetupError(f"{self.checkpoint_path} holds a model of another shape than this run's "
+                                     "(--shape); resume it with its own, or use another --run-dir") from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.cpu_seconds = state["step"], state["cpu_seconds"]
         self.warmup_from = state.get("warmup_from", 0)
@@ -210,7 +218,7 @@ class Trainer:
         the learning rate falls over the last that many CPU hours of `max_cpu_hours`."""
         if cooldown_hours:
             if not max_cpu_hours:
-                raise ValueError("a cooldown needs --max-cpu-hours: it ends where the budget does")
+                raise TrainingSetupError("a cooldown needs --max-cpu-hours: it ends where the budget does")
             self.cooldown = Cooldown(max_cpu_hours * 3600, cooldown_hours * 3600)
         self.model.train()
         deadline = time.time() + max_minutes * 60 if max_minutes else None

@@ -82,3 +82,8 @@ PROBE = ("import sys\nfrom cli.main import main\ntry:\n    main(sys.argv[1:])\ne
 def test_help_and_bad_arguments_answer_before_torch_is_imported(args):
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "False False", done.stderr
+
+
+@pytest.mark.parametrize("value", ["2x100", "wide", "0x256"])
+def test_a_training_shape_must_be_layers_by_a_multiple_of_64(console_script, value):
+    assert_one_line_error(run_cli(console_script, "train", "--shape", value), "--shape", repr(value))

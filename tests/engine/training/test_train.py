@@ -8,6 +8,7 @@ import json
 import pytest
 
 from engine.loading import EMBEDDED_MODEL
+from engine.tiny import TinyArchitecture
 from engine.training.train import Cooldown, cooldown_factor, inherited_progress
 
 
@@ -34,3 +35,10 @@ def test_the_cooldown_brings_the_learning_rate_down_to_a_tenth_at_the_budget():
     assert cooldown_factor(3600.0, cooldown) == pytest.approx(0.1)
     assert cooldown_factor(4000.0, cooldown) == pytest.approx(0.1)  # past the budget: the floor
     assert cooldown_factor(2700.0, None) == 1.0
+
+
+def test_a_shape_keeps_the_default_proportions():
+    assert TinyArchitecture.of_shape(4, 256) == TinyArchitecture()  # the embedded model's
+    wide = TinyArchitecture.of_shape(2, 384)
+    assert (wide.num_hidden_layers, wide.hidden_size, wide.intermediate_size) == (2, 384, 1152)
+    assert (wide.num_attention_heads, wide.num_key_value_heads) == (6, 3)  # heads 64 wide
