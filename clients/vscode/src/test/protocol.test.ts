@@ -46,7 +46,8 @@ test('initialize advertises inline completion and the accept command', { skip },
     processId: process.pid,
     rootUri: null,
     capabilities: { textDocument: { inlineCompletion: {} }, general: { positionEncodings: ['utf-16'] } },
-    initializationOptions: { diffusionInfill: { mode: 'single-line' } },
+    // every request runs the model: no quiet characters, no drafts from the document
+    initializationOptions: { diffusionInfill: { mode: 'single-line', quietAfter: '', documentDrafts: false } },
   });
   await connection.sendNotification('initialized', {});
   assert.ok(result.capabilities.inlineCompletionProvider);
