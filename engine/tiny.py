@@ -32,10 +32,11 @@ class TinyArchitecture:
     @classmethod
     def of_shape(cls, layers: int, width: int) -> TinyArchitecture:
         """`layers` x `width` with today's proportions: 64-wide heads, two query heads per key/value
-        head, an MLP three times as wide (4 x 256 is the default)."""
+        head (one key/value head for an odd count, which it must divide), an MLP three times as
+        wide (4 x 256 is the default)."""
         heads = width // 64
         return cls(hidden_size=width, intermediate_size=3 * width, num_hidden_layers=layers,
-                   num_attention_heads=heads, num_key_value_heads=max(1, heads // 2))
+                   num_attention_heads=heads, num_key_value_heads=heads // 2 if heads % 2 == 0 else 1)
 
 
 def config_token_ids(tokenizer) -> dict[str, int]:

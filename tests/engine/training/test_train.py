@@ -42,3 +42,4 @@ def test_a_shape_keeps_the_default_proportions():
     wide = TinyArchitecture.of_shape(2, 384)
     assert (wide.num_hidden_layers, wide.hidden_size, wide.intermediate_size) == (2, 384, 1152)
     assert (wide.num_attention_heads, wide.num_key_value_heads) == (6, 3)  # heads 64 wide
+    assert TinyArchitecture.of_shape(3, 320).num_key_value_heads == 1  # it must divide 5 query heads
