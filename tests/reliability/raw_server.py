@@ -107,6 +107,15 @@ class RawServer:
                 if not self._arrived.wait(HANG_S):
                     raise AssertionError(f"no answer within {HANG_S} s: the server hangs\n{self.log[-4000:]}")
 
+    def wait_for_log(self, text: str, count: int, start: int = 0) -> str:
+        """The log from character `start` on, once `text` occurs in it `count` times: the log is read
+        on a thread of its own, so a line can arrive after the answer that followed it."""
+        with self._arrived:
+            while (log := "".join(self.stderr)[start:]).count(text) < count:
+                if not self._arrived.wait(HANG_S):
+                    raise AssertionError(f"{text!r} not logged {count} times within {HANG_S} s\n{log[-4000:]}")
+            return log
+
     def response(self, msg_id: Any) -> dict:
         """The response to request `msg_id` (a result or an error)."""
         return self.wait_for(lambda m: "method" not in m and m.get("id") == msg_id and ("result" in m or "error" in m))
@@ -143,6 +152,7 @@ class RawServer:
         for line in iter(self.process.stderr.readline, b""):
             with self._arrived:
                 self.stderr.append(line.decode("utf-8", "replace"))
+                self._arrived.notify_all()
         self._notify_all()
 
     def _notify_all(self) -> None:

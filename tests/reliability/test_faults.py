@@ -220,7 +220,7 @@ def test_a_denoising_step_that_raises_fails_the_request_clearly_without_retry(se
         answer = session.complete()
         assert answer["error"]["code"] == REQUEST_FAILED
         assert "completion failed: RuntimeError: probability tensor contains" in answer["error"]["message"]
-    log = session.server.log[log_before:]
+    log = session.server.wait_for_log("lsp.worker ERROR completion failed", 2, start=log_before)
     assert log.count("lsp.worker ERROR completion failed") == 2, "logged once per failed request: no retry"
     assert "Traceback" in log
     session.switch(tiny_model_dir)

@@ -226,7 +226,7 @@ def test_document_text_is_logged_only_with_v(default_server, tiny_model_dir, tmp
     verbose = start_server(tiny_model_dir, tmp_path, verbose=True)
     try:
         marked_traffic(verbose)
-        assert MARKER in verbose.log, "control: with -v the messages are logged"
+        assert MARKER in verbose.wait_for_log(MARKER, 1), "control: with -v the messages are logged"
     finally:
         assert verbose.stop() == 0
 
