@@ -104,7 +104,7 @@ def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: b
     calibration = fit([(row["evidence"], row["accepted"]) for row in tuning_rows],
                       fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)")
     tuning_curve = curve(tuning_rows, calibration)
-    previous = Calibration.load(path)  # its quiet characters come from the replay, not from this fit
+    previous = engine.calibration  # the checkpoint's: its quiet characters come from the replay, not this fit
     calibration = replace(calibration, threshold=best_threshold(tuning_curve),
                           quiet_after=previous.quiet_after if previous else "")
     if write:

@@ -20,13 +20,14 @@ from collections.abc import Callable
 import torch
 from transformers import DynamicCache
 
+from cli.inputs import shape
 from engine.baseline.autoregressive import FimIds
 from engine.tiny import TinyArchitecture, tiny_config, tiny_model
 from engine.training.fim import FIM_ARCHITECTURE, fim_model
 
 PREFIX, SLOTS, GAP, VOCAB = 128, 24, 16, 4096
 SPECIAL = dict(pad=0, eos=1, bos=2, image=3, boi=4, eoi=5)
-SHAPES = {name: TinyArchitecture.of_shape(*map(int, name.split("x")))  # 4x256: the embedded model's
+SHAPES = {name: TinyArchitecture.of_shape(*shape(name))  # as `train --shape`; 4x256: the embedded model's
           for name in ("4x256", "3x256", "2x256", "2x384", "3x320")}
 BASELINE = "baseline 4x256"
 

@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -29,6 +31,23 @@ def nvim_binary() -> str | None:
     return str(local) if local.exists() else shutil.which("nvim")
 
 
+T = TypeVar("T")
+
+
+def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float, interval: float,
+         failure: Callable[[T], str]) -> T:
+    """`read()` every `interval` seconds until `done` holds for its value, which is returned;
+    TimeoutError with `failure(last value)` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(failure(value))
+        time.sleep(interval)
+
+
 class Nvim:
     """A headless Neovim over msgpack-RPC. Waiting polls a Lua condition between RPC calls, so
     that Neovim's own loop runs (typed keys, LSP messages) while the test waits."""
@@ -45,14 +64,8 @@ class Nvim:
 
     def wait(self, condition: str, timeout: float = 60.0, *args):
         """Polls the Lua expression `condition` until it is truthy; returns its value."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = self.lua("return " + condition, *args)
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for: {condition}")
-            time.sleep(0.02)
+        return poll(lambda: self.lua("return " + condition, *args), bool, timeout, 0.02,
+                    lambda _: f"timed out waiting for: {condition}")
 
     def close(self) -> None:
         try:
@@ -119,14 +132,8 @@ class Terminal(Nvim):
 
     def wait_screen(self, predicate, timeout: float = 60.0, colours: bool = False) -> str:
         """Polls the screen until `predicate(screen)` holds; returns that screen."""
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen(colours)
-            if predicate(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out; the screen was:\n{screen}")
-            time.sleep(0.05)
+        return poll(lambda: self.screen(colours), predicate, timeout, 0.05,
+                    lambda screen: f"timed out; the screen was:\n{screen}")
 
     def close(self) -> None:
         try:
@@ -153,12 +160,11 @@ def start_terminal(model: Path, telemetry: Path, workdir: Path, setup: str) -> T
     width, height = TERMINAL_SIZE
     subprocess.run([*base, "new-session", "-d", "-s", "nvim", "-x", str(width), "-y", str(height), "-c", str(workdir),
                     "env", "-u", "COLORTERM", binary, "-n", "-u", str(init), "--listen", str(socket)], check=True)
-    deadline = time.monotonic() + 30
-    while not socket.exists():
-        if time.monotonic() > deadline:
-            subprocess.run([*base, "kill-server"], capture_output=True)
-            raise TimeoutError("nvim did not open its socket")
-        time.sleep(0.05)
+    try:
+        poll(socket.exists, bool, 30, 0.05, lambda _: "nvim did not open its socket")
+    except TimeoutError:
+        subprocess.run([*base, "kill-server"], capture_output=True)
+        raise
     return Terminal(pynvim.attach("socket", path=str(socket)), base)
 
 

@@ -94,7 +94,6 @@ async def test_invoked_requests_and_document_drafts_off_ask_the_model(session):
         configure(session)
 
 
-
 async def test_an_automatic_request_right_after_a_quiet_character_gets_nothing_and_runs_nothing(session):
     editor = Editor(session)
     text = "def area(width, height):\n    return width *\n"
