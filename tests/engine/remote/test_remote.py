@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 
 import pytest
@@ -113,11 +114,12 @@ def test_nothing_listening_raises_one_error_that_names_the_url():
     engine.close()
 
 
-def test_an_error_status_names_the_url_and_the_servers_reason(openai_server):
+def test_an_error_status_names_the_url_and_the_status(openai_server):
     engine = engine_for(openai_server.url, openai_server.fim_model, prompt_format="chat")  # no chat template
     with pytest.raises(RemoteError) as raised:
         list(engine.complete(REQUEST))
-    assert openai_server.url in str(raised.value) and "500" in str(raised.value)
+    # transformers 5.24 answers 500 here and 5.25 answers 400: the status is the server's to choose
+    assert re.search(rf"^{re.escape(openai_server.url)} answered [45]\d\d", str(raised.value))
     engine.close()
 
 
