@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from lsp_client import Editor, capabilities
+from lsp_client import Editor, capabilities, serve_command, start
 from lsprotocol import types
 
 from lsp.positions import Lines
@@ -24,6 +24,14 @@ def action_capabilities(resolve: bool, disabled: bool) -> types.ClientCapabiliti
         code_action.resolve_support = None
     code_action.disabled_support = disabled
     return caps
+
+
+async def start_for_actions(model_dir, document, resolve: bool, disabled: bool):
+    """The real server on `model_dir`, initialized by a client with `action_capabilities`; the
+    client keeps the server's answer to initialize as `initialize_result`."""
+    client, result = await start(serve_command(model_dir, document), action_capabilities(resolve, disabled))
+    client.initialize_result = result
+    return client
 
 
 async def published_after(editor: Editor, act: Callable[[], str]) -> types.PublishDiagnosticsParams:

@@ -9,8 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from action_client import FIX_JSON, action_capabilities, applied, code_actions, open_diagnosed, titled
-from lsp_client import Editor, serve_command, start, stop
+from action_client import (
+    FIX_JSON,
+    applied,
+    code_actions,
+    open_diagnosed,
+    start_for_actions,
+    titled,
+)
+from lsp_client import Editor, stop
 from lsprotocol import types
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -22,8 +29,7 @@ REASON = "Fix JSON selection: no candidate repair of the selection is valid JSON
 
 @pytest.fixture(scope="module")
 async def session(model_dir, tmp_path_factory):
-    client, _ = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"),
-                            action_capabilities(resolve=False, disabled=False))
+    client = await start_for_actions(model_dir, tmp_path_factory.mktemp("t") / "a.json", resolve=False, disabled=False)
     yield client
     await stop(client)
 

@@ -15,8 +15,16 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
-from action_client import FIX_JSON, action_capabilities, applied, code_actions, open_diagnosed, titled
-from lsp_client import Editor, serve_command, start, stop
+from action_client import (
+    FIX_JSON,
+    action_capabilities,
+    applied,
+    code_actions,
+    open_diagnosed,
+    start_for_actions,
+    titled,
+)
+from lsp_client import Editor, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -32,9 +40,7 @@ BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",]\n"
 
 @pytest.fixture(scope="module")
 async def session(model_dir, tmp_path_factory):
-    client, result = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"),
-                                 action_capabilities(**LAZY))
-    client.initialize_result = result
+    client = await start_for_actions(model_dir, tmp_path_factory.mktemp("t") / "a.json", **LAZY)
     yield client
     await stop(client)
 

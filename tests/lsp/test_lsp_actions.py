@@ -24,6 +24,7 @@ from action_client import (
     open_diagnosed,
     published_after,
     span,
+    start_for_actions,
     titled,
 )
 from lsp_client import Editor, serve_command, start, stop
@@ -37,9 +38,7 @@ EAGER = {"resolve": False, "disabled": True}  # edits come with the actions; dis
 
 @pytest.fixture(scope="module")
 async def session(model_dir, tmp_path_factory):
-    client, result = await start(serve_command(model_dir, tmp_path_factory.mktemp("t") / "a.json"),
-                                 action_capabilities(**EAGER))
-    client.initialize_result = result
+    client = await start_for_actions(model_dir, tmp_path_factory.mktemp("t") / "a.json", **EAGER)
     yield client
     await stop(client)
 
