@@ -76,14 +76,17 @@ def cooldown_factor(cpu_seconds: float, cooldown: Cooldown | None) -> float:
     return Cooldown.FLOOR + (1 - Cooldown.FLOOR) * left
 
 
-def inherited_progress(init_from: Path | None) -> tuple[int, float]:
-    """The optimizer steps and CPU seconds behind exported weights (their `recipe.json`), so a
-    run continuing from them counts on and a CPU budget stays a budget in all."""
+def inherited_recipe(init_from: Path | None) -> dict | None:
+    """The `recipe.json` of exported weights a run continues from (None from scratch)."""
     recipe = init_from / "recipe.json" if init_from is not None else None
-    if recipe is None or not recipe.exists():
-        return 0, 0.0
-    trained = json.loads(recipe.read_text())
-    return int(trained["step"]), float(trained["cpu_hours"]) * 3600
+    return json.loads(recipe.read_text()) if recipe is not None and recipe.exists() else None
+
+
+def inherited_progress(init_from: Path | None) -> tuple[int, float]:
+    """The optimizer steps and CPU seconds behind exported weights, so a run continuing from
+    them counts on and a CPU budget stays a budget in all."""
+    trained = inherited_recipe(init_from)
+    return (int(trained["step"]), float(trained["cpu_hours"]) * 3600) if trained else (0, 0.0)
 
 
 def _tokenize(documents: list[corpus.Document], tokenizer) -> dict[str, list[list[int]]]:
@@ -105,6 +108,8 @@ class Trainer:
         torch.manual_seed(config.seed)
         # A continuation draws fresh data and noise: the first run's seeds would replay its start.
         self.step, self.cpu_seconds = inherited_progress(init_from)
+        # The steps before the continuation ran under another recipe: its recipe.json goes along.
+        self.continued_from = inherited_recipe(init_from)
         self.warmup_from = self.step  # a fresh optimizer warms up again
         seed = config.seed + self.step
         documents = corpus.training_documents(config.seed)
@@ -168,6 +173,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.cpu_seconds = state["step"], state["cpu_seconds"]
         self.warmup_from = state.get("warmup_from", 0)
+        self.continued_from = state.get("continued_from")
         self.batches.rng.bit_generator.state = state["data_rng"]
         self.generator.set_state(state["torch_rng"])
         log.info("resumed at step %d (%.2f CPU hours)", self.step, self.cpu_seconds / 3600)
@@ -175,7 +181,8 @@ class Trainer:
     def _save_checkpoint(self) -> None:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
                  "cpu_seconds": self.cpu_seconds, "warmup_from": self.warmup_from,
-                 "data_rng": self.batches.rng.bit_generator.state, "torch_rng": self.generator.get_state()}
+                 "continued_from": self.continued_from, "data_rng": self.batches.rng.bit_generator.state,
+                 "torch_rng": self.generator.get_state()}
         torch.save(state, self.checkpoint_path.with_suffix(".tmp"))
         self.checkpoint_path.with_suffix(".tmp").replace(self.checkpoint_path)
 
@@ -209,6 +216,8 @@ class Trainer:
         recipe = {"step": self.step, "cpu_hours": round(self.cpu_seconds / 3600, 3), "torch_threads":
                   torch.get_num_threads(), "config": asdict(self.config), "corpus": self.manifest,
                   "parameters": sum(p.numel() for p in self.model.parameters())}
+        if self.continued_from is not None:
+            recipe["continued_from"] = self.continued_from
         (self.export_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
 
     def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None,

@@ -9,12 +9,19 @@ import pytest
 
 from engine.loading import EMBEDDED_MODEL
 from engine.tiny import TinyArchitecture
-from engine.training.train import Cooldown, cooldown_factor, inherited_progress
+from engine.training.train import Cooldown, cooldown_factor, inherited_progress, inherited_recipe
 
 
 def test_a_continuation_counts_on_from_the_recipe(tmp_path):
     (tmp_path / "recipe.json").write_text(json.dumps({"step": 4500, "cpu_hours": 2.181}))
     assert inherited_progress(tmp_path) == (4500, 2.181 * 3600)
+
+
+def test_a_continuation_keeps_the_recipe_of_the_steps_before_it(tmp_path):
+    before = {"step": 9759, "cpu_hours": 3.681, "config": {"precision": "fp32"}}
+    (tmp_path / "recipe.json").write_text(json.dumps(before))
+    assert inherited_recipe(tmp_path) == before
+    assert inherited_recipe(None) is None
 
 
 def test_the_embedded_model_carries_its_recipe():
