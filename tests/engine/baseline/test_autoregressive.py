@@ -51,9 +51,23 @@ def test_the_first_token_is_the_argmax_of_the_fim_prompt(tiny_fim, engine):
     with torch.no_grad():
         logits = tiny_fim.model(torch.tensor([fim_prompt(context.prefix_ids, context.suffix_ids, ids)])).logits
     logits[0, -1, ids.end] = -float("inf")  # END is kept out of the first position (min_insertion_tokens)
+    logits[0, -1, sorted(tiny_fim.tokenizer.added_tokens_decoder)] = -float("inf")  # special tokens are not text
     expected = tiny_fim.tokenizer.decode([int(logits[0, -1].argmax())])
     first = next(engine.complete(request))
     assert first.text == expected
+
+
+def test_special_tokens_other_than_end_are_never_written(tiny_fim, engine):
+    def prefer_fim_prefix(module, args, output):
+        output.logits[..., tiny_fim.ids.prefix] += 100.0  # a model that would rather open a new FIM prompt
+        return output
+
+    hook = tiny_fim.model.register_forward_hook(prefer_fim_prefix)
+    try:
+        drafts = list(engine.complete(InfillRequest("value = 1 + ", "\n", "python")))
+    finally:
+        hook.remove()
+    assert drafts[-1].text and not any("<fim_prefix>" in draft.text for draft in drafts)
 
 
 @pytest.mark.parametrize(("prefix", "suffix"), CLOSURE_CASES)
