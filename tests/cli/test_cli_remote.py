@@ -12,13 +12,13 @@ from engine.drafts import InfillRequest
 from engine.remote.client import RemoteEngine
 from engine.remote.settings import RemoteSettings
 
-SOURCE = "import os\n\n\ndef main():\n    path = os.\n"
+SOURCE = "import os\n\n\ndef main():\n    path = os.path.abspath(\n"
 
 
 def test_complete_answers_with_the_servers_completion(openai_server, tmp_path, capsys):
     source = tmp_path / "paths.py"
     source.write_text(SOURCE)
-    assert main(["complete", f"{source}:5:15", "--json", "--engine", "openai", "--url", openai_server.url,
+    assert main(["complete", f"{source}:5:28", "--json", "--engine", "openai", "--url", openai_server.url,
                  "--model", openai_server.fim_model, "--invoked-timeout", "120"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     engine = RemoteEngine(RemoteSettings(openai_server.url, openai_server.fim_model, invoked_timeout=120))

@@ -19,7 +19,7 @@ from engine.remote.settings import RemoteSettings
 from lsp.settings import ServerSettings, merge, section_of
 
 PATIENT = "120"  # seconds: the success cases must not time out on a busy machine
-PREFIX = "import os\n\n\ndef main():\n    path = os."
+PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
 TEXT = PREFIX + "\n"
 
 
@@ -35,7 +35,7 @@ async def test_completions_come_from_the_server(openai_server, tmp_path):
     try:
         editor = Editor(client)
         uri = editor.open(TEXT)
-        position = editor.end_of(uri, "os.")
+        position = editor.end_of(uri, "os.path.abspath(")
         result = await editor.request(uri, position, invoked=True)
         engine = RemoteEngine(RemoteSettings(openai_server.url, openai_server.fim_model, invoked_timeout=120))
         expected = list(engine.complete(InfillRequest(PREFIX, "\n", "python", invoked=True)))[-1].text
@@ -43,7 +43,8 @@ async def test_completions_come_from_the_server(openai_server, tmp_path):
         assert expected and [apply(TEXT, item) for item in result] == [PREFIX + expected + "\n"]
         finals = [d for d in client.drafts.of(uri, 1) if d.final]
         assert finals and finals[-1].text == expected
-        [regenerate] = await code_actions(editor, uri, span(TEXT, "path = os."))  # code actions: the same engine
+        # code actions: the same engine
+        [regenerate] = await code_actions(editor, uri, span(TEXT, "path = os.path.abspath("))
         assert regenerate.title == REGENERATE
         reason = regenerate.disabled.reason if regenerate.disabled else ""
         assert "cannot regenerate" not in reason and "failed" not in reason  # the server answered

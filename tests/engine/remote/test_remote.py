@@ -29,7 +29,7 @@ from engine.repair.diffusion import Span
 from engine.repair.fixes import Fixer, Surroundings
 from engine.settings import EngineSettings
 
-PREFIX = "import os\n\n\ndef main():\n    path = os."
+PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
 REQUEST = InfillRequest(PREFIX, "\n", "python", invoked=True)
 PATIENT = 120.0  # seconds: a busy 2-core machine must not turn a test into a timeout
 
