@@ -133,15 +133,15 @@ class AutoregressiveEngine:
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
+        # A special token other than END is not text: decoded, it would be written into the file.
+        self.suppressed = sorted(set(loaded.tokenizer.added_tokens_decoder) - {loaded.ids.end})
 
     def _generate_options(self, context: EncodedContext, prompt_length: int, prefix: str) -> dict:
         ids, tokenizer = self.loaded.ids, self.loaded.tokenizer
         minimum = self.settings.min_insertion_tokens + bool(context.healed)
-        # A special token other than END is not text: decoded, it would be written into the file.
-        specials = sorted(set(tokenizer.added_tokens_decoder) - {ids.end})
         options = dict(max_new_tokens=(self.settings.max_gap_tokens or self.loaded.spec.max_middle) + 1,
                        min_new_tokens=minimum, do_sample=False, eos_token_id=ids.end, pad_token_id=ids.pad,
-                       suppress_tokens=specials)
+                       suppress_tokens=self.suppressed)
         if context.healed:
             allowed, everything = healing_candidates(tokenizer, context.healed), list(range(len(tokenizer)))
             first = PrefixConstrainedLogitsProcessor(
