@@ -3,8 +3,9 @@ colour), set up exactly as the README says (`setup({ cmd = ... })`, no settings)
 through the terminal and the screen read back, on 0.12's native inline completion and on the
 plugin's own drawing. Headless Neovim never draws, so only this catches what is (not) on screen.
 
-The embedded model is weak: at a given cursor it may answer nothing, so tests that need a
-suggestion try the cursors of test_nvim until one gets one."""
+The embedded model's own completions rarely pass its confidence gate (docs/replay.md): with
+the README's settings, what a user mostly sees while typing is the document's own draft, so
+tests that need a suggestion type at the end of a line that repeats one above it."""
 
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ end })
 """
 GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
 _files = itertools.count()
-# (5, 26) first: there the embedded model's suggestion (`p`, before `p()`) passes its confidence
-# gate, which native mode (Neovim draws only final items) needs for anything to be on screen
-GATED_FIRST = [(5, 26), *[cursor for cursor in CURSORS if cursor != (5, 26)]]
+# A last line being typed: `for line in li` is two lines up as `for line in lines)`, so the
+# document draft `nes)` is offered (its estimate, 0.58, passes the embedded model's gate)
+TYPING = "    count = sum(1 for line in li"
+TEXT = CODE + TYPING + "\n"
+DRAFTED = (TEXT.count("\n") - 1, len(TYPING))
 
 
 @pytest.fixture(scope="module", params=["native", "own"])
@@ -51,13 +54,18 @@ def terminal(request, model_dir, tmp_path_factory):
 
 
 def open_file(terminal: Terminal) -> None:
-    """Opens CODE as a new Python file, typed as `:edit`, and waits until the model is loaded."""
+    """Opens TEXT as a new Python file, typed as `:edit`, and waits until the model is loaded."""
     name = f"sample_{next(_files)}.py"
-    (terminal.workdir / name).write_text(CODE)
+    (terminal.workdir / name).write_text(TEXT)
     terminal.type("Escape", f":edit {name}", "Enter")
     terminal.wait("vim.api.nvim_get_mode().mode == 'n' and vim.bo.filetype == 'python'", 30)
     terminal.wait(READY, 180)
     terminal.lua(RECORD_DRAFTS)
+
+
+def insert_at(terminal: Terminal, row: int, col: int) -> None:
+    """Insert mode after the character before (row, col), 0-based, as typed (`a`: also at a line's end)."""
+    terminal.type(f":call cursor({row + 1}, {col})", "Enter", "a")
 
 
 def line_on_screen(terminal: Terminal, row: int, colours: bool = False) -> str:
@@ -72,27 +80,26 @@ def wait_or_none(terminal: Terminal, condition: str, timeout: float):
 
 
 def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
-    """Insert mode at the cursors in turn until one gets a suggestion that is drawn on screen;
+    """Insert mode at the end of the line being typed, until its suggestion is drawn on screen;
     returns (row, col, its first line, the cursor's screen line (with colours) at each change
-    until then: the suggestion converging)."""
-    for row, col in GATED_FIRST:
-        open_file(terminal)
-        terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
-        frames, deadline = [], time.monotonic() + 120
-        while not (final := terminal.lua(f"return {FINAL}")):
-            frame = line_on_screen(terminal, row, colours=True)
-            if not frames or frames[-1] != frame:
-                frames.append(frame)
-            if time.monotonic() > deadline:
-                raise TimeoutError("no final draft")
-            time.sleep(0.02)
-        text = final["text"].split("\n")[0]
-        if text:
-            line = CODE.split("\n")[row]
-            shown = line[:col] + text + line[col:]
-            terminal.wait_screen(lambda screen, row=row, shown=shown: screen.split("\n")[row].rstrip() == shown)
-            return row, col, text, [*frames, line_on_screen(terminal, row, colours=True)]
-    pytest.fail(f"none of {len(CURSORS)} mid-line cursors got a suggestion")
+    until then)."""
+    row, col = DRAFTED
+    open_file(terminal)
+    insert_at(terminal, row, col)
+    frames, deadline = [], time.monotonic() + 120
+    while not (final := terminal.lua(f"return {FINAL}")):
+        frame = line_on_screen(terminal, row, colours=True)
+        if not frames or frames[-1] != frame:
+            frames.append(frame)
+        if time.monotonic() > deadline:
+            raise TimeoutError("no final draft")
+        time.sleep(0.02)
+    text = final["text"].split("\n")[0]
+    assert text, "the README's settings offered nothing where the document has a draft"
+    line = TEXT.split("\n")[row]
+    shown = line[:col] + text + line[col:]
+    terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown)
+    return row, col, text, [*frames, line_on_screen(terminal, row, colours=True)]
 
 
 def test_readme_setup_shows_ghost_text_and_no_message(terminal):
@@ -109,7 +116,7 @@ def test_readme_setup_shows_ghost_text_and_no_message(terminal):
 def test_drafts_are_darker_than_the_final_suggestion(terminal):
     open_file(terminal)
     terminal.lua("require('diffusion_infill.config').options.auto_trigger = false")
-    terminal.type(":call cursor(12, 5)", "Enter", "i")
+    insert_at(terminal, 11, 4)
     terminal.wait("vim.api.nvim_get_mode().mode == 'i'")
     terminal.lua("""
         local client = vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' })[1]
@@ -128,7 +135,7 @@ def test_typing_drops_the_suggestion_at_once(terminal):
     row, col, text, _ = suggestion(terminal)
     typed = "#" if not text.startswith("#") else "@"
     terminal.type("-l", typed)
-    line = CODE.split("\n")[row]
+    line = TEXT.split("\n")[row]
     first = terminal.wait_screen(lambda screen: typed in screen.split("\n")[row]).split("\n")[row]
     assert first.rstrip() == line[:col] + typed + line[col:]  # the frame that shows the key shows nothing stale
 
@@ -142,9 +149,9 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
           if method == 'textDocument/inlineCompletion' then table.insert(_G.kinds, params.context.triggerKind) end
           return request(self, method, params, ...)
         end""")
-    for row, col in GATED_FIRST:
+    for row, col in CURSORS:
         open_file(terminal)
-        terminal.type(f":call cursor({row + 1}, {col + 1})", "Enter", "i")
+        insert_at(terminal, row, col)
         terminal.wait(f"{FINAL} or false", 120)  # the automatic request's answer, drawn or empty
         terminal.lua("_G.drafts = {}; _G.kinds = {}")
         terminal.type("M-\\")  # trigger: Invoked, several items
@@ -159,7 +166,7 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
 
     def shown(index: int) -> str:
         text = items[index]["insertText"].split("\n")[0]
-        line = CODE.split("\n")[row]
+        line = TEXT.split("\n")[row]
         return line[:col] + text + line[col:]
 
     terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(0))

@@ -39,6 +39,7 @@ SETTINGS = {
     "editor.autoClosingBrackets": "never",  # the test retypes a character before each cursor, "(" among them
     "diffusionInfill.documentDrafts": False,  # every request runs the model, after any character
     "diffusionInfill.quietAfter": "",
+    "diffusionInfill.minConfidence": 0,  # and offers its completion, however unsure (the gate: test_lsp_confidence)
 }
 
 
