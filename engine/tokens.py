@@ -16,6 +16,12 @@ SPECIAL_TOKENS = (PAD, EOS, BOS, MASK, END, IMAGE, BOI, EOI)
 FIM_TOKENS = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 
 
+def never_written(tokenizer, end: int) -> tuple[int, ...]:
+    """Every added (special) token of a transformers tokenizer but END: none of them is text,
+    and decoded into a completion it would be written into the file as markup (`<image>`)."""
+    return tuple(sorted(set(tokenizer.added_tokens_decoder) - {end}))
+
+
 @dataclass(frozen=True)
 class SpecialIds:
     pad: int
@@ -23,14 +29,14 @@ class SpecialIds:
     bos: int
     mask: int
     end: int
+    unwritten: tuple[int, ...] = ()  # never_written: kept out of every slot the sampler fills
 
     @classmethod
     def from_tokenizer(cls, tokenizer) -> SpecialIds:
-        """Reads ids from a `tokenizers.Tokenizer` or a transformers tokenizer."""
-        lookup = getattr(tokenizer, "token_to_id", None) or tokenizer.convert_tokens_to_ids
-        ids = {name: lookup(token) for name, token in
+        """Reads ids from a transformers tokenizer."""
+        ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in
                (("pad", PAD), ("eos", EOS), ("bos", BOS), ("mask", MASK), ("end", END))}
         missing = [name for name, value in ids.items() if value is None]
         if missing:
             raise ValueError(f"tokenizer lacks the infill special tokens: {', '.join(missing)}")
-        return cls(**ids)
+        return cls(**ids, unwritten=never_written(tokenizer, ids["end"]))

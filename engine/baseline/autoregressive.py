@@ -28,7 +28,7 @@ from engine.drafts import Draft, InfillRequest
 from engine.loading import ModelLoadError, pick_device
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
-from engine.tokens import BOS, END, FIM_TOKENS, PAD
+from engine.tokens import BOS, END, FIM_TOKENS, PAD, never_written
 
 SPEC_FILE = "fim.json"
 
@@ -133,8 +133,7 @@ class AutoregressiveEngine:
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
-        # A special token other than END is not text: decoded, it would be written into the file.
-        self.suppressed = sorted(set(loaded.tokenizer.added_tokens_decoder) - {loaded.ids.end})
+        self.suppressed = list(never_written(loaded.tokenizer, loaded.ids.end))
 
     def _generate_options(self, context: EncodedContext, prompt_length: int, prefix: str) -> dict:
         ids, tokenizer = self.loaded.ids, self.loaded.tokenizer

@@ -214,7 +214,7 @@ def denoise(
     schedule = LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
     logits_processor.append(schedule)
 
-    banned = torch.tensor([ids.mask, ids.pad, ids.bos], device=device)
+    banned = torch.tensor([ids.mask, ids.pad, ids.bos, *ids.unwritten], device=device)
     if noise == "mask":
         noise_canvas = torch.full((rows, length), ids.mask, dtype=torch.long, device=device)
     else:
@@ -236,7 +236,7 @@ def denoise(
         if settings.live_logits:  # with uniform noise every gap slot is decided again
             scored = ~known & ~_past_end(current, gaps, ids.end) if noise == "mask" else ~known
         logits = logits_processor(None, _slot_logits(model, hidden, scored), cur_step=cur_step)
-        logits[..., banned] = float("-inf")  # structural tokens never fill a slot
+        logits[..., banned] = float("-inf")  # structural and special tokens never fill a slot
         revealed = (current != ids.mask) & ~known if noise == "mask" else torch.zeros_like(known)
         argmax = torch.where(known, known_tokens, logits.argmax(dim=-1))
         argmax = torch.where(revealed, current, argmax)

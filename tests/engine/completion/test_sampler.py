@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from transformers import LogitsProcessor
 
 from engine.completion import canvas as canvas_layout
 from engine.completion.infill import PrefixCache
@@ -81,12 +82,21 @@ def test_uniform_noise_also_keeps_known_slots(model, cache, repair_canvas, ids):
         assert torch.equal(step.current[0, known], expected)
 
 
-def test_gap_slots_never_hold_structural_tokens_in_the_argmax(model, cache, repair_canvas, ids):
-    gap_slots = ~known_slots(repair_canvas)
+def test_gap_slots_never_hold_special_tokens_other_than_end(model, cache, repair_canvas, ids, tiny_loaded):
+    """Not even where the model prefers them: a special token decodes to markup such as
+    `<image>`, which would be written into the file."""
+    special = sorted(tiny_loaded.tokenizer.added_tokens_decoder)
 
-    for step in run(model, cache, repair_canvas, ids):
-        filled = step.argmax[0, gap_slots]
-        assert not torch.isin(filled, torch.tensor([ids.pad, ids.bos])).any()
+    class PreferSpecial(LogitsProcessor):
+        def __call__(self, input_ids, scores, cur_step):
+            scores[..., special] += 1e4
+            scores[..., ids.end] -= 2e4
+            return scores
+
+    gap_slots = ~known_slots(repair_canvas)
+    for step in run(model, cache, repair_canvas, ids, processors=[PreferSpecial()]):
+        assert not torch.isin(step.argmax[0, gap_slots], torch.tensor(special)).any()
+        assert not torch.isin(step.current[0, gap_slots], torch.tensor([i for i in special if i != ids.mask])).any()
 
 
 # Slots after END
