@@ -18,4 +18,13 @@ if ! python -c "import torch" 2>/dev/null; then
   fi
 fi
 pip install --quiet -e '.[dev]'
+# The Node packages two benchmark tests judge against (markdownlint, jsonrepair: about 12 MB from
+# their lock files); without npm those tests skip and say what to run.
+if command -v npm >/dev/null 2>&1; then
+  for peer in bench/markdownlint bench/jsonrepair; do
+    (cd "$peer" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  done
+else
+  echo "no npm: the markdownlint and jsonrepair tests will skip (Node 20+, then npm ci in bench/markdownlint and bench/jsonrepair)"
+fi
 echo "ready: . .venv/bin/activate && diffusion-infill --help"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import time
 from importlib import metadata
@@ -30,6 +29,7 @@ import json_repair
 import torch
 
 from bench.json_corpora import CORPORA, README, corpus
+from bench.npm_peers import node_for
 from engine.loading import load
 from engine.repair.diffusion import DiffusionRepairer
 from engine.repair.fixes import Fixer
@@ -77,8 +77,8 @@ def json_repair_outputs(broken: list[str]) -> list[str | None]:
 
 def jsonrepair_outputs(broken: list[str]) -> list[str | None]:
     """jsonrepair on every text, in one Node process: one JSON line in and one out per text."""
-    node = shutil.which("node")
-    if node is None or not (JSONREPAIR / "node_modules" / "jsonrepair").is_dir():
+    node = node_for(JSONREPAIR, "jsonrepair")
+    if node is None:
         raise SystemExit("jsonrepair is not installed: run `npm ci` in bench/jsonrepair (Node 18 or later)")
     lines = "".join(json.dumps(text) + "\n" for text in broken)
     done = subprocess.run([node, str(JSONREPAIR / "repair.mjs")], input=lines, capture_output=True, text=True,

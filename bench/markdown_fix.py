@@ -27,7 +27,6 @@ import difflib
 import json
 import random
 import re
-import shutil
 import subprocess
 import sysconfig
 from collections import Counter
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from bench.npm_peers import node_for
 from engine.repair.fixes import Fixer
 from engine.repair.markdown_rules import problems
 
@@ -68,8 +68,8 @@ def documents(limit: int | None = None, max_chars: int | None = None, root: Path
 
 def lint(texts: list[str]) -> list[Counter]:
     """markdownlint's violations of each text, counted per rule (each distinct text linted once)."""
-    node = shutil.which("node")
-    if node is None or not (MARKDOWNLINT / "node_modules" / "markdownlint").is_dir():
+    node = node_for(MARKDOWNLINT, "markdownlint")
+    if node is None:
         raise RuntimeError("markdownlint is not installed: run `npm ci` in bench/markdownlint (Node 20 or later)")
     distinct = list(dict.fromkeys(texts))
     lines = "".join(json.dumps(text) + "\n" for text in distinct)

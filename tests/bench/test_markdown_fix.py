@@ -10,8 +10,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.markdown_fix import BREAKS, FIX_RULES, documents, fix, lint, untouched_render_alike
+from bench.markdown_fix import BREAKS, FIX_RULES, MARKDOWNLINT, documents, fix, lint, untouched_render_alike
+from bench.npm_peers import node_for
 from engine.repair.markdown_rules import problems
+
+pytestmark = pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
+                                reason="needs Node 20+ and `npm ci` in bench/markdownlint (install.sh does it)")
 
 DOCUMENTS, MAX_CHARS = 30, 16_000  # a modest corpus: markdownlint takes a good part of a second per document
 BROKEN = {
