@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 
 from bench.compare import add_arguments as add_bench_arguments
 from cli import remote
-from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text, shape
+from cli.inputs import (
+    CliError,
+    Parser,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    read_text,
+    shape,
+)
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -98,6 +107,21 @@ def _parser() -> argparse.ArgumentParser:
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
     train.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
                        help="diffusion: a new model's layers and width (default 4x256; heads 64 wide)")
+    train.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                       help="where to train (auto: a CUDA GPU when there is one)")
+    train.add_argument("--workers", type=non_negative_int, help="DataLoader processes making batches (default: "
+                       "0 on the CPU, which keeps a run reproducible; 6 on a GPU)")
+    train.add_argument("--prefixes", type=positive_int, help="prefixes a batch (default 12 on the CPU, 192 on a GPU)")
+    train.add_argument("--learning-rate", type=positive_float, default=2e-3, help="peak learning rate")
+    train.add_argument("--warmup-steps", type=positive_int, default=200, help="steps of linear warm-up")
+    train.add_argument("--cooldown-minutes", type=non_negative_float, help="with --max-minutes: the learning "
+                       "rate falls linearly to a tenth over the last this many minutes")
+    train.add_argument("--corpus", choices=("stdlib", "stdlib+pypi"), default="stdlib",
+                       help="stdlib+pypi adds the PyPI token stream (python -m engine.training.pypi_corpus)")
+    train.add_argument("--corpus-dir", type=Path, default=Path("runs/pypi-corpus"),
+                       help="where the PyPI token stream lies (default runs/pypi-corpus)")
+    train.add_argument("--weighting", choices=("inverse_t", "plain"), default="inverse_t",
+                       help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy")
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
     add_bench_arguments(bench)
     return parser
@@ -206,26 +230,36 @@ def _serve(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
+    from engine.loading import ModelLoadError, pick_device
     from engine.tiny import TinyArchitecture
     from engine.training.fim import FIM_ARCHITECTURE
     from engine.training.objective import ObjectiveConfig
-    from engine.training.train import FimTrainer, TrainConfig, Trainer, TrainingSetupError
+    from engine.training.train import FimTrainer, Runtime, TrainConfig, Trainer, TrainingSetupError
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    try:
+        device = pick_device(args.device)
+    except ModelLoadError as error:
+        raise CliError(str(error)) from None
+    on_gpu = device.type == "cuda"
+    runtime = Runtime(device, args.workers if args.workers is not None else 6 * on_gpu, args.corpus_dir)
     run_dir, export = TRAIN_DEFAULTS[args.objective]
     p = args.max_prefix
-    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p,
-                  objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end))
+    objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
+                                weighting=args.weighting, prefixes=args.prefixes or (192 if on_gpu else 12))
+    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
+                  learning_rate=args.learning_rate, warmup_steps=args.warmup_steps)
     try:
         if args.objective == "fim":
             config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
-            trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
+            trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from, runtime)
         else:
             config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours,
                                  architecture=TinyArchitecture.of_shape(*args.shape), **recipe)
-            trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from)
-        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours)
+            trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from, runtime)
+        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours,
+                      args.cooldown_minutes)
     except TrainingSetupError as error:
         raise CliError(str(error)) from None
     return 0

@@ -5,7 +5,8 @@ more than the canvas, so extra canvases are cheap supervision). A canvas is eith
 gap followed by the clamped suffix head (completion) or several gaps between clamped
 segments (repair). Gap targets are the insertion, one END, then slots left out of the
 loss. Noise is masked-diffusion style: each target slot is noised with probability t and
-the loss is weighted by 1/t (MDLM, arXiv:2406.07524; LLaDA, arXiv:2502.09992). An
+the loss is weighted by 1/t (MDLM, arXiv:2406.07524; LLaDA, arXiv:2502.09992), or, with
+`weighting="plain"`, plain cross-entropy over the noised slots (DiffusionGemma's fine-tuning). An
 autoregressive loss on the encoder's output supervises the shared weights at every
 prefix token.
 """
@@ -41,6 +42,9 @@ class ObjectiveConfig:
     # Gap slots after END: "ignore" leaves them out of the loss; "pad" makes them PAD targets,
     # noised like the insertion, so every slot learns whether the insertion reaches it.
     after_end: str = "ignore"
+    # "inverse_t": each noised slot's loss over t, averaged over the target slots (an ELBO);
+    # "plain": the mean cross-entropy over the noised slots, every slot weighted alike.
+    weighting: str = "inverse_t"
     kind_weights: tuple[tuple[str, float], ...] = (("python", 0.7), ("json", 0.15), ("markdown", 0.15))
 
     @property
@@ -159,22 +163,24 @@ class BatchMaker:
 
 def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generator: torch.Generator):
     """Noises each gap target slot with probability t (one t per canvas); unused slots are
-    always noise. Returns the noised canvas, the noised-target mask and t."""
+    always noise. Returns the noised canvas, the noised-target mask and t. The draws come from
+    `generator` on the CPU whatever the batch's device, so a run is the same on any device."""
     rows, length = batch.canvas.shape
+    device = batch.canvas.device
     # stratified t across the batch: the 1/t weight makes the loss noisy; evenly spread t less so
     t = ((torch.rand(1, generator=generator) + torch.arange(rows) / rows) % 1.0).unsqueeze(1)
-    t = t.clamp(min=1.0 / length)
+    t = t.clamp(min=1.0 / length).to(device)
     is_target = batch.target != IGNORE
-    noised = is_target & (torch.rand(rows, length, generator=generator) < t)
+    noised = is_target & (torch.rand(rows, length, generator=generator).to(device) < t)
     # at least one noised slot per canvas, so every canvas teaches something
     first = torch.argmax(is_target.int(), dim=-1)
-    noised[torch.arange(rows), first] |= ~noised.any(dim=-1)
+    noised[torch.arange(rows, device=device), first] |= ~noised.any(dim=-1)
     gap = ~batch.known
     replace = noised | (gap & ~is_target)
     if noise == "mask":
         fill = torch.full_like(batch.canvas, ids.mask)
     else:
-        fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator)  # as EntropyBoundSampler
+        fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator).to(device)  # as EntropyBoundSampler
     return torch.where(replace, fill, batch.canvas), noised, t
 
 
@@ -211,7 +217,10 @@ def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: s
             self_conditioning = pin(first, batch.known | unused, pinned_tokens).to(model.dtype)
     logits = model(decoder_input_ids=noised_canvas, cache=cache, self_conditioning_logits=self_conditioning).logits
     per_slot = F.cross_entropy(logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0), reduction="none")
-    per_slot = per_slot.view_as(noised) * noised / t
-    diffusion_loss = per_slot.sum() / (batch.target != IGNORE).sum()
+    per_slot = per_slot.view_as(noised) * noised
+    if config.weighting == "plain":
+        diffusion_loss = per_slot.sum() / noised.sum()
+    else:
+        diffusion_loss = (per_slot / t).sum() / (batch.target != IGNORE).sum()
     total = diffusion_loss + config.ar_weight * ar_loss
     return total, {"diffusion": diffusion_loss.item(), "ar": ar_loss.item()}

@@ -284,3 +284,22 @@ def test_loss_trains_the_shared_embeddings(trainable, batches, ids):
 
     embeddings = trainable.model.encoder.language_model.embed_tokens.weight
     assert embeddings.grad is not None and embeddings.grad.abs().sum() > 0
+
+
+def test_plain_weighting_is_the_mean_cross_entropy_over_the_noised_slots(trainable, batches, ids):
+    def diffusion(weighting):
+        config = ObjectiveConfig(**{**CONFIG.__dict__, "self_conditioning": 0.0, "weighting": weighting})
+        return objective.loss(trainable, batches[0], ids, config, "mask", torch.Generator().manual_seed(0))[1]
+
+    generator = torch.Generator().manual_seed(0)
+    noised_canvas, noised, t = noise_canvas(batches[0], ids, "mask", 0, generator)
+    with torch.no_grad():
+        cache, _ = objective._encode(trainable, batches[0].prefix)
+        cache.batch_repeat_interleave(CANVASES)
+        logits = trainable(decoder_input_ids=noised_canvas, cache=cache).logits
+    per_slot = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batches[0].target.clamp(min=0),
+                                                 reduction="none")
+    expected = per_slot[noised].mean().item()
+
+    assert diffusion("plain")["diffusion"] == pytest.approx(expected, rel=1e-4)
+    assert diffusion("inverse_t")["diffusion"] != pytest.approx(expected, rel=1e-2)  # 1/t weighs slots unlike
