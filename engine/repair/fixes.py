@@ -8,9 +8,12 @@ that loses the least of what the user wrote, then has the smallest edit. When no
 valid the result says why and carries the text unchanged.
 
 A model's candidate for a fix may drop or move what the user wrote but never add to it:
-a JSON or Markdown candidate with a word or number the selection lacks (other than
-`null` for a missing JSON value) is not considered, and neither is any candidate that
-holds a special token's text (`<end>`, `<eos>` ...) more often than the selection does.
+a JSON candidate is considered only when every string, key and number it holds is in the
+selection as written (or in its escaped form) and it adds no more objects, arrays and
+literals than the deterministic repair does (`jsonfix.added`); a Markdown candidate only
+when it adds no word, writes no fence's language and keeps every code block as it was
+(`markdown_rules.model_changes`); and no candidate that holds a special token's text
+(`<end>`, `<eos>` ...) more often than the selection does.
 """
 
 from __future__ import annotations
@@ -205,7 +208,13 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - jsonfix.words(candidate)).values())
 
-        ranked = rank(text, admissible(text, candidates, jsonfix.added), valid, lost)
+        # the deterministic repair vouches for the structure a model's candidate adds, if it loads
+        reference = structural if structural is not None and valid(structural) else None
+
+        def adds(original: str, candidate: str) -> Counter:
+            return jsonfix.added(original, candidate, reference, jsonc)
+
+        ranked = rank(text, admissible(text, candidates, adds), valid, lost)
         return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
