@@ -144,6 +144,33 @@ def json_broken(text: str, jsonc: bool = False) -> bool:
     return bool(text.strip()) and not _loads(_as_json(text, jsonc))
 
 
+def json_valid(text: str, jsonc: bool = False, comments: Counter | None = None) -> bool:
+    """Whether `text` loads (JSONC: once its comments and trailing commas are blanked out) and, in JSONC,
+    keeps `comments` as written."""
+    if not _loads(_as_json(text, jsonc)):
+        return False
+    return not jsonc or comments is None or jsonfix.comments(text) == comments
+
+
+def rank_json(text: str, candidates: list[Candidate], jsonc: bool = False) -> list[Candidate]:
+    """The valid JSON candidates a fix may choose, best first: the deterministic ones, and the model's
+    that hold nothing `text` lacks (`jsonfix.added`, with the deterministic repair vouching for the
+    structure it adds); least of the user's keys and values lost, then the smallest edit."""
+    comments = jsonfix.comments(text)
+    structural = next((candidate.text for candidate in candidates if candidate.source == "structure"), None)
+    reference = structural if structural is not None and json_valid(structural, jsonc) else None
+    written = jsonfix.words(text)
+
+    def lost(candidate: str) -> int:
+        return sum((written - jsonfix.words(candidate)).values())
+
+    def adds(original: str, candidate: str) -> Counter:
+        return jsonfix.added(original, candidate, reference, jsonc)
+
+    return rank(text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments),
+                lost)
+
+
 def markdown_validator(deterministic: str) -> Callable[[str], bool]:
     """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
     deterministic fix (a table must not pass the rules by turning into prose)."""
@@ -187,14 +214,9 @@ class Fixer:
         """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
         must keep every comment as the user wrote it."""
         dialect = "JSONC" if jsonc else "JSON"
-        comments = jsonfix.comments(text)
-
-        def valid(candidate: str) -> bool:
-            return _loads(_as_json(candidate, jsonc)) and (not jsonc or jsonfix.comments(candidate) == comments)
-
         if not text.strip():
             return FixResult(text, False, "the selection is empty")
-        if valid(text):
+        if json_valid(text, jsonc):
             return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
         candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
@@ -203,19 +225,8 @@ class Fixer:
             candidates += self._diffusion(text, changed_spans(text, structural), around)
         damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
-        written = jsonfix.words(text)
-
-        def lost(candidate: str) -> int:
-            return sum((written - jsonfix.words(candidate)).values())
-
-        # the deterministic repair vouches for the structure a model's candidate adds, if it loads
-        reference = structural if structural is not None and valid(structural) else None
-
-        def adds(original: str, candidate: str) -> Counter:
-            return jsonfix.added(original, candidate, reference, jsonc)
-
-        ranked = rank(text, admissible(text, candidates, adds), valid, lost)
-        return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
+        return _result(text, candidates, rank_json(text, candidates, jsonc),
+                       f"no candidate repair of the selection is valid {dialect}")
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         """JSON with comments and trailing commas (VS Code settings, tsconfig)."""
