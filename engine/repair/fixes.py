@@ -121,11 +121,6 @@ def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, 
             if candidate.source != "diffusion" or not adds(original, candidate.text)]
 
 
-def added_words(original: str, candidate: str) -> Counter:
-    """Words `candidate` has that `original` lacks (Markdown)."""
-    return Counter(_WORD.findall(candidate)) - Counter(_WORD.findall(original))
-
-
 def _loads(text: str) -> bool:
     try:
         json.loads(text)
@@ -244,7 +239,10 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - Counter(_WORD.findall(candidate))).values())
 
-        ranked = rank(text, admissible(text, candidates, added_words), markdown_validator(deterministic), lost)
+        def changes(original: str, candidate: str) -> Counter:
+            return markdown_rules.model_changes(original, deterministic, candidate)
+
+        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 

@@ -15,12 +15,12 @@ from engine.repair.fixes import (
     Candidate,
     Fixer,
     Surroundings,
-    added_words,
     admissible,
     changed_spans,
     choose,
     edit_size,
     markdown_validator,
+    rank,
     rank_json,
 )
 from engine.repair.jsonfix import added, comments, strip_jsonc, structural_repair
@@ -214,9 +214,34 @@ def test_a_model_candidate_that_only_adds_structure_stays_in_the_running():
 
 
 def test_a_markdown_model_candidate_may_not_add_words():
+    text = "| a | b |\n|---|---|\n| 1 |\n"
     candidates = [Candidate("| a | b |\n|---|---|\n| 1 | two |\n", "diffusion"),
                   Candidate("| a | b |\n|---|---|\n| 1 |  |\n", "diffusion")]
-    assert admissible("| a | b |\n|---|---|\n| 1 |\n", candidates, added_words) == candidates[1:]
+
+    def changes(original: str, candidate: str) -> Counter:
+        return markdown_rules.model_changes(original, fix(original), candidate)
+
+    assert admissible(text, candidates, changes) == candidates[1:]
+
+
+def test_the_model_never_writes_a_fence_language_and_never_changes_code():
+    text = "~~~\nx = 1\n~~~\n"
+    assert fix(text) == "~~~text\nx = 1\n~~~\n"
+    assert markdown_rules.model_changes(text, fix(text), "~~~ |\nx = 1\n~~~\n") == Counter({"(a fence language)": 1})
+    indented = "Some **bold\n\n    x  =  1\n"
+    assert markdown_rules.model_changes(indented, fix(indented), "Some **bold**\n\n    x = 1\n") == \
+        Counter({"(a code block)": 1})
+
+
+def test_fix_markdown_chooses_the_deterministic_fence_language_over_the_models():
+    text = "~~~\nx = 1\n~~~\n"
+    candidates = [Candidate(fix(text), "structure"), Candidate("~~~ |\nx = 1\n~~~\n", "diffusion")]
+
+    def changes(original: str, candidate: str) -> Counter:
+        return markdown_rules.model_changes(original, fix(original), candidate)
+
+    ranked = rank(text, admissible(text, candidates, changes), markdown_validator(fix(text)), lambda _: 0)
+    assert ranked == candidates[:1]  # the model's `|` is the smaller edit: without the filter it would win
 
 
 @pytest.mark.parametrize("text", ['{"a": [1, 2, ...], "b": }', "{message: hello big world, n: 2,}",
