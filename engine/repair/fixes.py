@@ -8,9 +8,12 @@ that loses the least of what the user wrote, then has the smallest edit. When no
 valid the result says why and carries the text unchanged.
 
 A model's candidate for a fix may drop or move what the user wrote but never add to it:
-a JSON or Markdown candidate with a word or number the selection lacks (other than
-`null` for a missing JSON value) is not considered, and neither is any candidate that
-holds a special token's text (`<end>`, `<eos>` ...) more often than the selection does.
+a JSON candidate is considered only when every string, key and number it holds is in the
+selection as written (or in its escaped form) and it adds no more objects, arrays and
+literals than the deterministic repair does (`jsonfix.added`); a Markdown candidate only
+when it adds no word, writes no fence's language and keeps every code block as it was
+(`markdown_rules.model_changes`); and no candidate that holds a special token's text
+(`<end>`, `<eos>` ...) more often than the selection does.
 """
 
 from __future__ import annotations
@@ -118,11 +121,6 @@ def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, 
             if candidate.source != "diffusion" or not adds(original, candidate.text)]
 
 
-def added_words(original: str, candidate: str) -> Counter:
-    """Words `candidate` has that `original` lacks (Markdown)."""
-    return Counter(_WORD.findall(candidate)) - Counter(_WORD.findall(original))
-
-
 def _loads(text: str) -> bool:
     try:
         json.loads(text)
@@ -139,6 +137,33 @@ def _as_json(text: str, jsonc: bool) -> str:
 def json_broken(text: str, jsonc: bool = False) -> bool:
     """Whether Fix JSON has something to do: the text is not blank and not valid already."""
     return bool(text.strip()) and not _loads(_as_json(text, jsonc))
+
+
+def json_valid(text: str, jsonc: bool = False, comments: Counter | None = None) -> bool:
+    """Whether `text` loads (JSONC: once its comments and trailing commas are blanked out) and, in JSONC,
+    keeps `comments` as written."""
+    if not _loads(_as_json(text, jsonc)):
+        return False
+    return not jsonc or comments is None or jsonfix.comments(text) == comments
+
+
+def rank_json(text: str, candidates: list[Candidate], jsonc: bool = False) -> list[Candidate]:
+    """The valid JSON candidates a fix may choose, best first: the deterministic ones, and the model's
+    that hold nothing `text` lacks (`jsonfix.added`, with the deterministic repair vouching for the
+    structure it adds); least of the user's keys and values lost, then the smallest edit."""
+    comments = jsonfix.comments(text)
+    structural = next((candidate.text for candidate in candidates if candidate.source == "structure"), None)
+    reference = structural if structural is not None and json_valid(structural, jsonc) else None
+    written = jsonfix.words(text)
+
+    def lost(candidate: str) -> int:
+        return sum((written - jsonfix.words(candidate)).values())
+
+    def adds(original: str, candidate: str) -> Counter:
+        return jsonfix.added(original, candidate, reference, jsonc)
+
+    return rank(text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments),
+                lost)
 
 
 def markdown_validator(deterministic: str) -> Callable[[str], bool]:
@@ -184,14 +209,9 @@ class Fixer:
         """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
         must keep every comment as the user wrote it."""
         dialect = "JSONC" if jsonc else "JSON"
-        comments = jsonfix.comments(text)
-
-        def valid(candidate: str) -> bool:
-            return _loads(_as_json(candidate, jsonc)) and (not jsonc or jsonfix.comments(candidate) == comments)
-
         if not text.strip():
             return FixResult(text, False, "the selection is empty")
-        if valid(text):
+        if json_valid(text, jsonc):
             return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
         candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
@@ -200,13 +220,8 @@ class Fixer:
             candidates += self._diffusion(text, changed_spans(text, structural), around)
         damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
-        written = jsonfix.words(text)
-
-        def lost(candidate: str) -> int:
-            return sum((written - jsonfix.words(candidate)).values())
-
-        ranked = rank(text, admissible(text, candidates, jsonfix.added), valid, lost)
-        return _result(text, candidates, ranked, f"no candidate repair of the selection is valid {dialect}")
+        return _result(text, candidates, rank_json(text, candidates, jsonc),
+                       f"no candidate repair of the selection is valid {dialect}")
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         """JSON with comments and trailing commas (VS Code settings, tsconfig)."""
@@ -224,7 +239,10 @@ class Fixer:
         def lost(candidate: str) -> int:
             return sum((written - Counter(_WORD.findall(candidate))).values())
 
-        ranked = rank(text, admissible(text, candidates, added_words), markdown_validator(deterministic), lost)
+        def changes(original: str, candidate: str) -> Counter:
+            return markdown_rules.model_changes(original, deterministic, candidate)
+
+        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost)
         return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
                        + "; ".join(problem.message for problem in found))
 

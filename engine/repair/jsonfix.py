@@ -46,6 +46,7 @@ _STRUCTURE_AFTER_COMMA = re.compile(
 # followed by `/` is a URL's, after digits a time's.
 _KEY_AHEAD = re.compile(r"[A-Za-z_$][\w$-]*\s*:(?![/\d])")
 _STRUCTURE = frozenset("{}[]:,")
+_HAS_VALUE = re.compile(r"[\w{\[]")
 # A fenced code block (an LLM reply, a Markdown excerpt): the JSON is what it fences.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 # Prose before the JSON: words and spaces, perhaps ending in a colon, no quotes or brackets.
@@ -61,20 +62,37 @@ class Token:
     closed: bool = True  # a string that had its closing quote
 
 
+_JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _body(raw: str, quote: str) -> str:
-    """The inside of a JSON string for the inside of a string quoted with `quote`."""
+    """The inside of a JSON string for the inside of a string quoted with `quote`: every character
+    kept, as what it is (a backslash that starts no JSON escape is a backslash; a backslash before a
+    line break continues the line, as in JavaScript)."""
     chars, index = [], 0
     controls = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
     while index < len(raw):
         char = raw[index]
         if char == "\\" and index + 1 < len(raw):
             escaped = raw[index + 1]
-            # `\'` and an escaped closing quote of another kind are the quote itself in JSON
-            chars.append(escaped if escaped == "'" or (quote != '"' and escaped in _CLOSING[quote]) else char + escaped)
+            if (line_break := _LINE_BREAK.match(raw, index + 1)) is not None:
+                index = line_break.end()
+                continue
+            if escaped == "'" or (quote != '"' and escaped in _CLOSING[quote]):
+                chars.append(escaped)  # `\'` and an escaped closing quote of another kind are the quote itself
+            elif _JSON_ESCAPE.match(raw, index):
+                chars.append(char + escaped)
+            else:  # `\x`, a `\u` with fewer than four digits: the backslash is text
+                chars.append("\\\\")
+                index += 1
+                continue
             index += 2
             continue
         if char == '"':
             chars.append('\\"')
+        elif char == "\\":
+            chars.append("\\\\")
         else:
             chars.append(controls.get(char, char if ord(char) >= 0x20 else f"\\u{ord(char):04x}"))
         index += 1
@@ -93,25 +111,52 @@ def _ends_string(text: str, index: int) -> bool:
     return text[index - 1] in " \t" and _KEY_AHEAD.match(text, index) is not None
 
 
-def _continues_on_next_line(text: str, newline: int, closers: str) -> bool:
+def _continues_on_next_line(text: str, line_start: int, closers: str) -> bool:
     """A line break written inside a string: the next line holds only text up to a closing quote
     that ends the string (`"line one` / `line two",`)."""
-    end = text.find("\n", newline + 1)
-    line = text[newline + 1 : len(text) if end == -1 else end]
+    end = _LINE_BREAK.search(text, line_start)
+    line = text[line_start : len(text) if end is None else end.start()]
     close = next((i for i, char in enumerate(line) if char in closers), None)
     if close is None or not line[:close].strip() or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
         return False
-    after = newline + 1 + close + 1
+    after = line_start + close + 1
     return _ends_string(text, after) and text[after:].lstrip(" \t")[:1] != ":"
+
+
+def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
+    """A quote before `)` inside a string (`"six feet (72") tall"`, `"[link]("url")"`): the string
+    goes on after the parenthesis, with words or with a quote that ends it. After a call's argument
+    (`ObjectId("5f1e"),`) structure follows instead."""
+    rest = text[index:].lstrip(" \t")
+    if not rest.startswith(")"):
+        return False
+    following = index + len(text[index:]) - len(rest) + 1
+    while following < len(text) and text[following] in " \t":
+        following += 1
+    char = text[following : following + 1]
+    if char.isalnum():
+        return True
+    return bool(char) and char in closers and _ends_string(text, following + 1) \
+        and text[following + 1 :].lstrip(" \t")[:1] != ":"
+
+
+def _opens_next_string(text: str, quote: int, closers: str) -> bool:
+    """Whether the quote at `quote` reads as the opening of the next string (the one before it
+    lost its closing quote): the next quote closes that string where structure follows."""
+    index = quote + 1
+    while index < len(text) and text[index] not in closers and text[index] not in "\r\n":
+        index += 2 if text[index] == "\\" else 1
+    return index < len(text) and text[index] in closers and _ends_string(text, index + 1)
 
 
 def _string_end(text: str, start: int) -> tuple[int, bool]:
     """Offset of the closing quote of the string at `start` (or of its line's end), and whether it closed.
 
     The first quote that reads as an end closes the string; a quote inside it written
-    without its backslash and followed by a word (`"he said "hi" twice"`) does not, unless
-    taking the later quote would swallow structure (`"x, "b": 1` is an unclosed string
-    before a key). Without such an end on the line, the first quote closes it.
+    without its backslash and followed by more of its text (`"he said "hi" twice"`,
+    `"six feet (72") tall"`) does not, unless it reads as the opening of the next string
+    (`"x, "b": 1` is an unclosed string before a key). Without a quote that reads as an
+    end, the string is unclosed and runs to its line's end, inner quotes included.
     """
     closers = _CLOSING[text[start]]
     index, first = start + 1, None
@@ -121,24 +166,36 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             index += 2
             continue
         if char in closers:
-            if _ends_string(text, index + 1):
+            inner = _text_follows_parenthesis(text, index + 1, closers)
+            if _ends_string(text, index + 1) and not inner:
                 if first is None:
                     return index, True
                 later_key = text[index + 1 :].lstrip(" \t")[:1] == ":"
-                if later_key or _STRUCTURE_AFTER_COMMA.search(text[start + 1 : index]):
-                    return first, True
-                return index, True
-            if first is None and not text[index + 1 :].lstrip(" \t")[:1].isalpha():
-                return index, True  # not followed by a word: not a quote inside the text
+                structure = later_key or _STRUCTURE_AFTER_COMMA.search(text[start + 1 : index])
+                return (first if structure and _opens_next_string(text, first, closers) else index), True
+            if first is None and not inner and (not text[index + 1 :].lstrip(" \t")[:1].isalpha()
+                                                or _value_after_space(text, index + 1)):
+                return index, True  # not followed by a word, or a value follows (`"id"  null`): its end
             first = index if first is None else first
-        elif char == "\n" and first is None and _continues_on_next_line(text, index, closers):
-            pass  # the line break is part of the string
         elif char in "\r\n":
+            line_break = _LINE_BREAK.match(text, index)
+            if first is None and _continues_on_next_line(text, line_break.end(), closers):
+                index = line_break.end()  # the line break is part of the string
+                continue
             break
         index += 1
-    if first is not None:
-        return first, True
     return min(index, len(text)), False
+
+
+def _value_after_space(text: str, index: int) -> bool:
+    """White space, then what starts a JSON value (a number, a literal, a quote, a bracket)."""
+    rest = text[index:]
+    stripped = rest.lstrip(" \t")
+    if stripped == rest or not stripped:
+        return False
+    token = token_at(stripped, 0)
+    return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) \
+        or stripped[0] in "{["
 
 
 def _string(text: str, start: int) -> tuple[str, int, bool]:
@@ -219,9 +276,10 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def _bare_end(text: str, start: int) -> int:
+def _bare_end(text: str, start: int, keys: bool = True) -> int:
     """Where a value written without quotes ends: at structure, a line break, a comment, a
-    quoted string or a bare key after white space; trailing white space is not part of it."""
+    quoted string or (with `keys`: in an object) a bare key after white space; trailing white
+    space is not part of it. Outside an object `word:` is text (`She said: no way`)."""
     index = start
     while index < len(text):
         char = text[index]
@@ -229,7 +287,7 @@ def _bare_end(text: str, start: int) -> int:
             break
         spaced = index > start and text[index - 1] in " \t"
         if spaced and (char in _QUOTES or text.startswith(("//", "/*", "#"), index)
-                       or _KEY_AHEAD.match(text, index)):
+                       or (keys and _KEY_AHEAD.match(text, index))):
             break
         index += 1
     while index > start and text[index - 1] in " \t":
@@ -237,11 +295,11 @@ def _bare_end(text: str, start: int) -> int:
     return index
 
 
-def _bare_value(text: str, token: Token) -> str | None:
+def _bare_value(text: str, token: Token, keys: bool = True) -> str | None:
     """The JSON for a value written without quotes that runs past its first token (`hello big
     world`, `https://example.org/a?b=1`, `2024-10-18T18:35:22Z`, `2e-`), or None when the
     token is the whole value or values merely lack their commas (`1 2 3`, `true false`)."""
-    end = _bare_end(text, token.start)
+    end = _bare_end(text, token.start, keys)
     run = text[token.start : end]
     if end <= token.end:
         return None
@@ -320,9 +378,9 @@ class _Parser:
             self.container(_OPENERS[token.text])
         elif token.kind == "word" and self.call(token):
             return
-        elif token.kind in ("word", "number") and (bare := _bare_value(self.text, token)) is not None:
+        elif token.kind in ("word", "number") and (bare := _bare_value(self.text, token, self.in_object)) is not None:
             self.out.emit(bare)
-            self.skip_to(_bare_end(self.text, token.start))
+            self.skip_to(_bare_end(self.text, token.start, self.in_object))
         elif token.kind == "word":
             self.take()
             self.out.emit(_LITERALS.get(token.text, json.dumps(token.text, ensure_ascii=False)))
@@ -335,6 +393,10 @@ class _Parser:
             self.out.emit(token.text)
         else:  # a comma, colon or closer where a value belongs: the value is missing
             self.out.insert("null")
+
+    @property
+    def in_object(self) -> bool:
+        return self.stack[-1:] == ["}"]
 
     def call(self, name: Token) -> bool:
         """`NumberLong(2)`, `ObjectId("5f1e")`, `callback({...})`: the value inside the call
@@ -364,6 +426,15 @@ class _Parser:
             self.out.pieces[-1] = self.out.pieces[-1][:-1] + following.text[1:]
             self.out.space = space  # the space around `+` goes with it
 
+    def _value_follows(self, offset: int) -> bool:
+        """Whether a JSON value (not prose) starts after `offset`: `1,2,3` is a list, `{...}, thanks` is not."""
+        rest = self.text[offset:].lstrip()
+        if not rest:
+            return False
+        token = token_at(rest, 0)
+        return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) \
+            or (token.kind == "punct" and token.text in _OPENERS)
+
     def key(self, token: Token) -> None:
         self.take()
         text = token.text if token.kind == "string" else json.dumps(token.text, ensure_ascii=False)
@@ -390,6 +461,11 @@ class _Parser:
             if token.kind == "punct" and token.text in ",:()+":
                 self.take()  # a comma with no value before it, a stray colon, parenthesis or plus
                 continue
+            if is_object and token.kind == "punct" and token.text in _OPENERS:
+                # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
+                # the value is the next item of what holds it; a key made up for it would be content
+                self.out.insert(closer)
+                break
             if need_comma:
                 self.out.insert(",")  # two items with no comma between them
             if is_object:
@@ -400,10 +476,7 @@ class _Parser:
         self.stack.pop()
 
     def member(self, token: Token) -> None:
-        if token.kind in ("string", "word", "number"):
-            self.key(token)
-        else:  # an object or array where a key belongs: keep it under an empty key
-            self.out.insert('""')
+        self.key(token)
         following = self.peek()
         if following is not None and following.kind == "punct" and following.text == ":":
             self.take()
@@ -432,9 +505,9 @@ class _Parser:
         return True
 
     def document(self) -> str | None:
-        """One value; more values after it (newline-delimited JSON) become the items of an array,
-        and what is left that cannot start a value (closers, prose after the JSON) is dropped.
-        None when the text holds no value at all (only punctuation)."""
+        """One value; more values after it (newline-delimited JSON, or values separated by commas)
+        become the items of an array, and what is left that cannot start a value (closers, prose
+        after the JSON) is dropped. None when the text holds no value at all (only punctuation)."""
         first = self.peek()
         if first is None or (first.kind == "punct" and first.text not in _OPENERS):
             return None
@@ -443,6 +516,12 @@ class _Parser:
         while (token := self.peek()) is not None:
             if token.kind == "punct" and token.text in _OPENERS:
                 self.out.insert(",")
+                self.value()
+                values += 1
+                continue
+            if token.kind == "punct" and token.text == "," and self._value_follows(token.end):
+                self.take()
+                self.out.emit(",")
                 self.value()
                 values += 1
                 continue
@@ -483,7 +562,7 @@ def _unwrapped(text: str) -> str:
 def structural_repair(text: str, jsonc: bool = False) -> str | None:
     """The text rewritten as JSON (JSONC: keeping comments and trailing commas) with the smallest local
     changes, or None when there is nothing to repair."""
-    if not text.strip():
+    if not _HAS_VALUE.search(text):  # quotes and punctuation alone (`"`, `'"'`): no JSON here
         return None
     try:
         return _Parser(_unwrapped(_unescaped(text)), jsonc).document()
@@ -572,8 +651,78 @@ def words(text: str) -> Counter:
     return Counter(_LITERALS.get(word, word) for word in _WORDS.findall(_ESCAPE.sub(_unescape, text)))
 
 
-def added(original: str, candidate: str) -> Counter:
-    """Words and numbers `candidate` has that `original` lacks; `null` (a missing value) is not counted."""
-    extra = words(candidate) - words(original)
-    del extra["null"]
+class _Number(str):
+    """A number as the candidate wrote it (`1.30` is not `1.3`)."""
+
+
+class _Pairs(list):
+    """An object's members in order, duplicates kept."""
+
+
+_NOT_JSON = Counter({"(does not load)": 1})
+
+
+def holds(text: str, jsonc: bool = False) -> Counter | None:
+    """What a JSON text holds, counted: `s:` and each string (keys included), `n:` and each number as
+    written, `true`, `false`, `null`, and `{` / `[` per object / array. None when it does not load."""
+    try:
+        value = json.loads(strip_jsonc(text) if jsonc else text, parse_int=_Number, parse_float=_Number,
+                           parse_constant=_Number, object_pairs_hook=_Pairs)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    found: Counter = Counter()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Pairs):
+            found["{"] += 1
+            for key, member in item:
+                found["s:" + key] += 1
+                stack.append(member)
+        elif isinstance(item, list):
+            found["["] += 1
+            stack += item
+        elif isinstance(item, _Number):
+            found["n:" + item] += 1
+        elif isinstance(item, str):
+            found["s:" + item] += 1
+        else:
+            found[json.dumps(item)] += 1  # true, false, null
+    return found
+
+
+_LITERAL_SPELLINGS = {"true": ("true", "True", "TRUE"), "false": ("false", "False", "FALSE"),
+                      "null": ("null", "None", "NULL", "Null")}
+
+
+def _written(text: str, part: str) -> int:
+    """How often `part` (a `holds` entry) is in `text` as the user wrote it."""
+    if part in "{[":
+        return text.count(part)
+    if part in _LITERAL_SPELLINGS:
+        return sum(len(re.findall(rf"(?<![\w$]){spelling}(?![\w$])", text)) for spelling in _LITERAL_SPELLINGS[part])
+    kind, value = part[:2], part[2:]
+    if kind == "n:":
+        return len(re.findall(rf"(?<![\w.]){re.escape(value)}(?![\w.])", text))
+    if not value:
+        return text.count('""') + text.count("''")
+    forms = {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]}
+    return max(text.count(form) for form in forms)
+
+
+def added(original: str, candidate: str, reference: str | None = None, jsonc: bool = False) -> Counter:
+    """What `candidate` holds that is not in `original`: a string (key or value), number or literal the
+    user did not write, as written or in its escaped form, or more objects and arrays than the text
+    opens. `reference` (the deterministic repair) adds only structure, so what it holds is allowed too
+    (a `null` for a missing value, the closing of what was left open). A candidate that does not load
+    adds `(does not load)`."""
+    found = holds(candidate, jsonc)
+    if found is None:
+        return Counter(_NOT_JSON)
+    allowed = holds(reference, jsonc) if reference is not None else None
+    extra = Counter()
+    for part, count in found.items():
+        limit = max(_written(original, part), (allowed or Counter())[part])
+        if count > limit:
+            extra[part] = count - limit
     return extra

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # A fence line: any indentation (list items indent theirs), inside any block quote prefix.
 _FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})")
@@ -51,6 +52,8 @@ _BULLET = re.compile(r"^(\s*)([-*+])(\s+)(?=\S)")
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})([.)])(\s+)(?=\S)")
 _BACKTICK_RUN = re.compile(r"`+")
 _EMPHASIS = re.compile(r"\*\*|__|\*")
+_WORD = re.compile(r"\w+")
+_NOT_OPENING = frozenset(",.;:!?)]}")
 _HORIZONTAL_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 
 
@@ -66,8 +69,51 @@ class Problem:
 class _Line:
     start: int  # offset of the line's first character
     text: str  # without its line break
-    in_code: bool  # inside a fenced code block, fences included
+    in_code: bool  # inside a fenced or indented code block (or an HTML block), fences included
     fence: str = ""  # "open" or "close" for a fence line
+    closes_at: str = ""  # the last line of a fence its container (quote, list item) ended: the closing line it lacks
+
+
+@dataclass
+class _Reading:
+    """A fence being read: where it was opened, so that it ends with its container."""
+
+    marker: str  # the fence's backticks or tildes
+    depth: int  # block quotes it is inside
+    indent: int  # content indent of the list item it is inside (0: none)
+    prefix: str  # what precedes the fence on its opening line: quote markers, indentation
+    last: int  # index of its last line that is not blank
+
+
+def _depth(line: str) -> int:
+    return _QUOTE_PREFIX.match(line).group().count(">")
+
+
+def _inner(line: str) -> str:
+    """The line inside its block quotes (the one space after the last `>` belongs to the marker)."""
+    prefix = _QUOTE_PREFIX.match(line).end()
+    inner = line[prefix:]
+    return inner[1:] if prefix and inner.startswith(" ") else inner
+
+
+def _indent(line: str) -> int:
+    """Columns of indentation (a tab reaches the next multiple of 4)."""
+    column = 0
+    for char in line:
+        if char == " ":
+            column += 1
+        elif char == "\t":
+            column += 4 - column % 4
+        else:
+            break
+    return column
+
+
+def _content_indent(item: str) -> int:
+    """Where the content of a list item line starts."""
+    _, kind, match = _list_marker(item)
+    spaces = len(match.group(match.lastindex))
+    return match.end() - spaces + (1 if spaces > 4 else spaces)
 
 
 def _opening(line: str) -> re.Match | None:
@@ -87,12 +133,21 @@ def _closes(fence: str, line: str) -> bool:
 
 
 def _lines(text: str) -> list[_Line]:
-    """The lines, each marked when it is code: in a fence, or in an HTML block (which runs to
-    a blank line and swallows fences written inside it, as CommonMark reads them)."""
-    lines, offset, fence, html, previous_blank = [], 0, None, None, True
+    """The lines, each marked when it is code, as CommonMark reads them: in a fence (which ends at
+    its closing line or where the block quote or list item it was opened in ends), in an
+    indented code block (four columns past the list item's content, after a blank line), or
+    in an HTML block (which runs to a blank line and swallows fences written inside it)."""
+    lines: list[_Line] = []
+    offset, reading, html, previous_blank, items, depth = 0, None, None, True, [], 0
     for raw in text.split("\n"):
-        kind = ""
-        if fence is None and html is None:
+        inner, line_depth = _inner(raw), _depth(raw)
+        indent, blank = _indent(inner), not inner.strip()
+        if reading is not None and (line_depth < reading.depth or (reading.indent and not blank
+                                                                    and indent < reading.indent)):
+            last = lines[reading.last]
+            lines[reading.last] = replace(last, closes_at=reading.prefix + reading.marker)
+            reading = None
+        if reading is None and html is None:
             html = _html_start(raw, previous_blank)
         if html is not None:
             lines.append(_Line(offset, raw, True))
@@ -100,12 +155,28 @@ def _lines(text: str) -> list[_Line]:
             previous_blank = False
             html = None if (html == "" and not raw.strip()) or (html and html in raw) else html
             continue
-        previous_blank = not raw.strip()
-        if fence is None and (match := _opening(raw)):
-            fence, kind = match.group(2), "open"
-        elif fence is not None and _closes(fence, raw):
-            fence, kind = None, "close"
-        lines.append(_Line(offset, raw, fence is not None or kind == "close", kind))
+        kind, code = "", reading is not None
+        if reading is not None:
+            if _closes(reading.marker, raw):
+                reading, kind = None, "close"
+            elif not blank:
+                reading.last = len(lines)
+        else:
+            if line_depth != depth:
+                items, depth = [], line_depth
+            if not blank and (previous_blank or _opening(raw) or _list_marker(inner)):
+                items = [item for item in items if indent >= item]  # the line is outside those items
+            own = items[-1] if items else 0
+            if not blank and indent - own >= 4 and (previous_blank or (lines and lines[-1].in_code
+                                                                       and not lines[-1].fence)):
+                code = True  # an indented code block
+            elif (match := _opening(raw)) and indent - own <= 3:
+                kind, code = "open", True
+                reading = _Reading(match.group(2), line_depth, own, match.group(1), len(lines))
+            elif _list_marker(inner):
+                items.append(_content_indent(inner))
+        previous_blank = blank
+        lines.append(_Line(offset, raw, code or kind == "close", kind))
         offset += len(raw) + 1
     return lines
 
@@ -171,7 +242,8 @@ def _tables(lines: list[_Line]) -> list[_Table]:
     tables, index = [], 0
     while index + 1 < len(lines):
         header, delimiter = lines[index], lines[index + 1]
-        if not header.in_code and "|" in header.text and not delimiter.in_code and _is_delimiter(delimiter.text):
+        if not header.in_code and "|" in header.text and not delimiter.in_code and _is_delimiter(delimiter.text) \
+                and len(cells(header.text)) == len(cells(delimiter.text)):  # else GFM reads no table there
             end = index + 2
             while end < len(lines) and not lines[end].in_code and "|" in lines[end].text and lines[end].text.strip():
                 end += 1
@@ -220,11 +292,12 @@ def _code_spans(text: str) -> tuple[str, int | None]:
 def _flanking(text: str, start: int, end: int) -> tuple[bool, bool]:
     """(opens, closes) for the emphasis marker at text[start:end], by what is around it: it opens
     before a word (`*word`), closes after one (`word*`); inside a word it is literal, and
-    between punctuation marks (`?*]`) it can only close."""
+    between punctuation marks (`?*]`) it can only close. Before a comma or a closing mark
+    (`(a, *, b)`) no one writes emphasis: literal."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
     if before.isspace() or after.isspace():
-        return not after.isspace(), not before.isspace()
+        return not after.isspace() and after not in _NOT_OPENING, not before.isspace()
     if before.isalnum() and after.isalnum():
         return False, False
     return after.isalnum(), not after.isalnum()
@@ -250,8 +323,7 @@ def _paragraphs(lines: list[_Line], table_rows: set[int]) -> Iterator[list[_Line
     more (perhaps code) are left out."""
     group: list[_Line] = []
     for line in lines:
-        prose = not (line.in_code or line.start in table_rows or _blank(line.text)
-                     or line.text.startswith(("    ", "\t")))
+        prose = not (line.in_code or line.start in table_rows or _blank(line.text))
         if not prose or _HEADING.match(line.text) or _list_marker(line.text) or _HORIZONTAL_RULE.match(line.text):
             if group:
                 yield group
@@ -270,9 +342,9 @@ def _paragraphs(lines: list[_Line], table_rows: set[int]) -> Iterator[list[_Line
 def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
     """Closers each line of a paragraph lacks, by the line's offset, in the order they must be appended."""
     text = "\n".join(line.text for line in group)
-    blanked = _ESCAPED.sub("  ", text)
-    blanked = "\n".join(_BULLET.sub(lambda match: " " * len(match.group()), row) for row in blanked.split("\n"))
-    code_free, unclosed_code = _code_spans(blanked)
+    blanked = "\n".join(_BULLET.sub(lambda match: " " * len(match.group()), row) for row in text.split("\n"))
+    code_free, unclosed_code = _code_spans(blanked)  # before escapes: a backslash in a code span is text
+    code_free = _ESCAPED.sub("  ", code_free)
     missing: dict[int, list[str]] = {}
     starts = [0]
     for line in group[:-1]:
@@ -281,9 +353,14 @@ def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
     def line_of(offset: int) -> _Line:
         return group[max(i for i, start in enumerate(starts) if start <= offset)]
 
+    if unclosed_code is not None:
+        run = _BACKTICK_RUN.match(blanked, unclosed_code).group()
+        line_end = blanked.find("\n", unclosed_code)
+        rest = blanked[unclosed_code + len(run) : len(blanked) if line_end == -1 else line_end]
+        if not _WORD.search(rest):
+            unclosed_code = None  # no word after it on its line (`default ``)`): literal backticks, nothing to close
     if unclosed_code is not None:  # an unclosed code span swallows the rest of its line
         line = line_of(unclosed_code)
-        run = _BACKTICK_RUN.match(blanked, unclosed_code).group()
         missing[line.start] = [run]
         line_end = starts[group.index(line)] + len(line.text)
         code_free = code_free[:unclosed_code] + " " * (line_end - unclosed_code) + code_free[line_end:]
@@ -360,6 +437,9 @@ def problems(text: str) -> list[Problem]:
     opened = _open_fence(lines)
     if opened is not None:
         found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
+    for opening, last in _ended_by_container(lines):
+        found.append(Problem("fence", opening.start, last.start + len(last.text),
+                             "code fence is never closed before its block quote or list item ends"))
     for line, side in _fence_blanks(lines):
         found.append(Problem("fence-blank", line.start, line.start + len(line.text),
                              f"code fence needs a blank line {side} it"))
@@ -376,13 +456,25 @@ def problems(text: str) -> list[Problem]:
 
 
 def _open_fence(lines: list[_Line]) -> _Line | None:
+    """The fence still open where the text ends."""
     fence_line = None
     for line in lines:
         if line.fence == "open":
             fence_line = line
-        elif line.fence == "close":
+        if line.fence == "close" or line.closes_at:
             fence_line = None
     return fence_line
+
+
+def _ended_by_container(lines: list[_Line]) -> list[tuple[_Line, _Line]]:
+    """(opening line, last line) of each fence the block quote or list item it was opened in ended."""
+    ended, opening = [], None
+    for line in lines:
+        if line.fence == "open":
+            opening = line
+        if line.closes_at:
+            ended.append((opening, line))
+    return ended
 
 
 @dataclass(frozen=True)
@@ -400,6 +492,36 @@ def outline(text: str) -> Outline:
     return Outline(tuple(len(table.rows) for table in _tables(lines)),
                    sum(1 for line in lines if line.fence),
                    sum(1 for line in lines if not line.in_code and _list_marker(line.text)))
+
+
+def fence_languages(text: str) -> list[str]:
+    """The info string of each opening fence, in order."""
+    return [line.text[_FENCE.match(line.text).end():].strip() for line in _lines(text) if line.fence == "open"]
+
+
+def code_blocks(text: str) -> list[str]:
+    """The content of each code block (fenced, indented, or raw HTML), fence lines and trailing blank
+    lines left out: what no fix may change."""
+    blocks: list[list[str]] = []
+    previous_code = False
+    for line in _lines(text):
+        if line.fence == "open" or (line.in_code and not previous_code):
+            blocks.append([])
+        if line.in_code and not line.fence:
+            blocks[-1].append(line.text)
+        previous_code = line.in_code and line.fence != "close" and not line.closes_at
+    return [text for text in ("\n".join(block).rstrip() for block in blocks) if text]
+
+
+def model_changes(original: str, deterministic: str, candidate: str) -> Counter:
+    """What a model's candidate changed that a fix may not: words `original` lacks, a fence language
+    other than the deterministic fix's (the model never names one), a code block's content."""
+    changes = Counter(_WORD.findall(candidate)) - Counter(_WORD.findall(original))
+    if fence_languages(candidate) != fence_languages(deterministic):
+        changes["(a fence language)"] += 1
+    if code_blocks(candidate) != code_blocks(original):
+        changes["(a code block)"] += 1
+    return changes
 
 
 FIX_ROUNDS = 3  # closing a code span can reveal emphasis it hid; a few rounds settle it
@@ -462,6 +584,8 @@ def _language(lines: list[_Line], opening: _Line) -> str:
         if line.fence == "close":
             break
         body.append(line.text[_QUOTE_PREFIX.match(line.text).end():])
+        if line.closes_at:
+            break
     content = "\n".join(body).strip()
     try:
         json.loads(content)
@@ -484,6 +608,8 @@ def _fix_once(text: str) -> str:
         replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
     for line in _unlabelled(lines):
         replaced[line.start] = line.text.rstrip() + _language(lines, line)
+    for _, last in _ended_by_container(lines):
+        replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
     blank_after = {}  # line index -> the blank line to insert after it; one between two fences
     index_of = {line.start: index for index, line in enumerate(lines)}
     for line, side in _fence_blanks(lines):

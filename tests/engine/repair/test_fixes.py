@@ -15,14 +15,15 @@ from engine.repair.fixes import (
     Candidate,
     Fixer,
     Surroundings,
-    added_words,
     admissible,
     changed_spans,
     choose,
     edit_size,
     markdown_validator,
+    rank,
+    rank_json,
 )
-from engine.repair.jsonfix import added, comments, strip_jsonc
+from engine.repair.jsonfix import added, comments, strip_jsonc, structural_repair
 from engine.repair.markdown_rules import fix, problems
 
 
@@ -175,22 +176,79 @@ def test_a_model_candidate_may_not_add_a_value_a_number_or_a_key_only_null():
                   Candidate('{"a": [1, 2], "b": 2}', "diffusion"),  # a missing value filled with a number
                   Candidate('{"a": [1, 2], "b": null, "c": null}', "diffusion"),  # a key
                   Candidate('{"a": [1, 2], "b": "x"}', "diffusion"),  # a string
+                  Candidate('{"a": [1, 2], "b": []}', "diffusion"),  # an array for a missing value
                   Candidate('{"a": [1, 2], "b": null}', "diffusion"),
                   Candidate('{"a": [1, 2], "b": null}', "structure")]
-    assert admissible(original, candidates, added) == candidates[4:]
+
+    def adds(text: str, candidate: str) -> Counter:
+        return added(text, candidate, structural_repair(text))
+
+    assert admissible(original, candidates, adds) == candidates[5:]
+
+
+# What the model's candidates invented on damage from other projects' test suites (issue 27), each
+# beside the deterministic repair: (broken text, the model's candidate, what must be chosen).
+INVENTED = {
+    "an empty array for a missing value": ('{"a":}', '{"a":[]}', '{"a":null}'),
+    "an empty array after a lone sign": ('{"a":-', '{"a":[]}', '{"a":null}'),
+    "a number where an ellipsis stood": ('[1, 2, ...]', '[1, 2, 3]', "[1, 2 ]"),
+    "a list read as a decimal": ("1,2,3", "1.3", "[1,2,3]"),
+    "digits completing a \\u escape": ('{"u": "\\u12', '{"u": "\\u1234"}', '{"u": "\\\\u12"}'),
+    "a character inside a string": ('{"s": "abc', '{"s":"abc!"}', '{"s": "abc"}'),
+    "a key for a missing comma": ('{"i":1{"i":2}', '{"i":1,"":{"i":2}}', '[{"i":1},{"i":2}]'),
+}
+
+
+@pytest.mark.parametrize("kind", list(INVENTED))
+def test_a_model_candidate_holding_what_the_text_lacks_is_never_chosen(kind):
+    text, invented, expected = INVENTED[kind]
+    assert structural_repair(text) == expected
+    ranked = rank_json(text, [Candidate(structural_repair(text), "structure"), Candidate(invented, "diffusion")])
+    assert [candidate.text for candidate in ranked] == [expected]
+
+
+def test_a_model_candidate_that_only_adds_structure_stays_in_the_running():
+    text = '{"a": [1, 2 3]'
+    candidates = [Candidate(structural_repair(text), "structure"), Candidate('{"a": [1, 2,3]}', "diffusion")]
+    assert {candidate.source for candidate in rank_json(text, candidates)} == {"structure", "diffusion"}
 
 
 def test_a_markdown_model_candidate_may_not_add_words():
+    text = "| a | b |\n|---|---|\n| 1 |\n"
     candidates = [Candidate("| a | b |\n|---|---|\n| 1 | two |\n", "diffusion"),
                   Candidate("| a | b |\n|---|---|\n| 1 |  |\n", "diffusion")]
-    assert admissible("| a | b |\n|---|---|\n| 1 |\n", candidates, added_words) == candidates[1:]
+
+    def changes(original: str, candidate: str) -> Counter:
+        return markdown_rules.model_changes(original, fix(original), candidate)
+
+    assert admissible(text, candidates, changes) == candidates[1:]
+
+
+def test_the_model_never_writes_a_fence_language_and_never_changes_code():
+    text = "~~~\nx = 1\n~~~\n"
+    assert fix(text) == "~~~text\nx = 1\n~~~\n"
+    assert markdown_rules.model_changes(text, fix(text), "~~~ |\nx = 1\n~~~\n") == Counter({"(a fence language)": 1})
+    indented = "Some **bold\n\n    x  =  1\n"
+    assert markdown_rules.model_changes(indented, fix(indented), "Some **bold**\n\n    x = 1\n") == \
+        Counter({"(a code block)": 1})
+
+
+def test_fix_markdown_chooses_the_deterministic_fence_language_over_the_models():
+    text = "~~~\nx = 1\n~~~\n"
+    candidates = [Candidate(fix(text), "structure"), Candidate("~~~ |\nx = 1\n~~~\n", "diffusion")]
+
+    def changes(original: str, candidate: str) -> Counter:
+        return markdown_rules.model_changes(original, fix(original), candidate)
+
+    ranked = rank(text, admissible(text, candidates, changes), markdown_validator(fix(text)), lambda _: 0)
+    assert ranked == candidates[:1]  # the model's `|` is the smaller edit: without the filter it would win
 
 
 @pytest.mark.parametrize("text", ['{"a": [1, 2, ...], "b": }', "{message: hello big world, n: 2,}",
                                   '{"items": [1 2 3], "name": "x"', "[true, None, 'q',, 4]"])
 def test_fix_json_never_returns_content_the_text_lacks(repairer, text):
     result = Fixer(repairer).fix_json(text)
-    assert result.fixed and not added(text, result.text)
+    assert result.fixed and not added(text, result.text, structural_repair(text))
 
 
 def test_special_tokens_never_reach_a_candidate(repairer):

@@ -69,11 +69,21 @@ def test_the_words_of_the_broken_text_are_the_words_of_the_intended_value():
     assert words(bare) == words(quoted)
 
 
-def test_added_counts_what_a_candidate_has_beyond_the_text_except_null():
-    assert added('{"a": [1, 2, ...], "b": }', '{"a": [1, 2], "b": null}') == Counter()
-    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 3]}') == Counter({"3": 1})
-    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 2]}') == Counter({"2": 1})  # a copy is content too
-    assert added('{"a": }', '{"a": 0, "zz": null}') == Counter({"0": 1, "zz": 1})
+def test_added_counts_what_a_candidate_holds_beyond_the_text_and_the_deterministic_repair():
+    text = '{"a": [1, 2, ...], "b": }'
+    reference = structural_repair(text)
+    assert added(text, '{"a": [1, 2], "b": null}', reference) == Counter()
+    assert added(text, '{"a": [1, 2], "b": null}') == Counter({"null": 1})  # only where the repair puts one
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 3]}') == Counter({"n:3": 1})
+    assert added('{"a": [1, 2, ...]}', '{"a": [1, 2, 2]}') == Counter({"n:2": 1})  # a copy is content too
+    assert added('{"a": }', '{"a": 0, "zz": null}', structural_repair('{"a": }')) == Counter({"n:0": 1, "s:zz": 1})
+    assert added('{"a": }', "not json") == Counter({"(does not load)": 1})
+
+
+def test_a_string_the_text_holds_in_its_escaped_form_is_not_added():
+    text = '{"q": "tab\\there", "e": "caf\\u00e9", "t": \'it\\\'s\'}'
+    assert added(text, '{"q": "tab\\there", "e": "caf\u00e9", "t": "it\\u0027s"}') == Counter({"s:it's": 1})
+    assert added(text, '{"q": "tab\\there", "e": "caf\\u00e9", "t": "it\'s"}', structural_repair(text)) == Counter()
 
 
 def test_punctuation_alone_is_not_a_document():
@@ -158,3 +168,47 @@ def test_the_damage_the_repair_libraries_list_is_repaired_to_what_was_meant(kind
 
 def test_a_missing_comma_between_bare_numbers_is_not_a_string():
     assert json.loads(structural_repair("[1 2 3, true false]")) == [1, 2, 3, True, False]
+
+
+# The damage issue 27 lists from other projects' test suites: every character kept, no key made up.
+KEEPS_EVERY_CHARACTER = {
+    "inner quote before a parenthesis": ('{"q": "He is six feet (72") tall"}', {"q": 'He is six feet (72") tall'}),
+    "inner quote, bare document": ('"He is six feet (72") tall"', 'He is six feet (72") tall'),
+    "inner quotes before words": ('{"key": "v"alu"e"}', {"key": 'v"alu"e'}),
+    "inner quotes and a comma": ('[{"key": "v"alu,e", "key2": "value2"}]', [{"key": 'v"alu,e', "key2": "value2"}]),
+    "inner quotes, no closing quote": ('{"key": "lorem ipsum ... "sic " tamet. ...}',
+                                       {"key": 'lorem ipsum ... "sic " tamet. ...'}),
+    "inner quotes after a comma": ('{"comment": "lorem, "ipsum" sic "tamet". To improve"}',
+                                   {"comment": 'lorem, "ipsum" sic "tamet". To improve'}),
+    "a link's quoted URL": ('{ "content": "[LINK]("https://google.com")" }',
+                            {"content": '[LINK]("https://google.com")'}),
+    "unquoted sentence": ("She said: no way", "She said: no way"),
+    "unquoted sentence in an array": ("[She said: no way]", ["She said: no way"]),
+    "backslash-newline continuation": ('{"s": "line one \\\nline two"}', {"s": "line one line two"}),
+    "carriage return": ('{"s": "a\rb", "n": 1}', {"s": "a\rb", "n": 1}),
+    "CRLF inside a string": ('{"s": "a\r\nb", "n": 1}', {"s": "a\r\nb", "n": 1}),
+    "unfinished unicode escape": ('{"u": "\\u12"}', {"u": "\\u12"}),
+    "backslash before a letter": ('{"p": "C:\\dir\\x"}', {"p": "C:\\dir\\x"}),
+    "values separated by commas": ("1,2,3", [1, 2, 3]),
+    "missing value": ('{"a":}', {"a": None}),
+    "missing value after a sign": ('{"a":-', {"a": None}),
+}
+
+
+@pytest.mark.parametrize("kind", list(KEEPS_EVERY_CHARACTER))
+def test_strings_keep_every_character_the_user_wrote(kind):
+    broken, intended = KEEPS_EVERY_CHARACTER[kind]
+    assert json.loads(structural_repair(broken)) == intended
+
+
+@pytest.mark.parametrize("text", ['{"i":1{"i":2}', '[{"i":1{"i":2}]', '{"a": 1 [2, 3]}'])
+def test_a_missing_separator_between_values_never_makes_a_key(text):
+    repaired = structural_repair(text)
+    assert '""' not in repaired
+    assert json.loads(repaired) == {'{"i":1{"i":2}': [{"i": 1}, {"i": 2}], '[{"i":1{"i":2}]': [{"i": 1}, {"i": 2}],
+                                    '{"a": 1 [2, 3]}': [{"a": 1}, [2, 3]]}[text]
+
+
+@pytest.mark.parametrize("text", ['"', "'\"'", "\n", " ", '" "', ",:"])
+def test_text_with_no_value_in_it_is_not_json(text):
+    assert structural_repair(text) is None

@@ -97,3 +97,30 @@ def test_literal_asterisks_and_html_blocks_are_not_emphasis_or_fences():
 def test_a_padded_cell_follows_the_rows_spacing():
     assert fix("| a | b |\n| --- | --- |\n| 1 |\n") == "| a | b |\n| --- | --- |\n| 1 | |\n"
     assert fix("|a|b|\n|---|---|\n|1|\n") == "|a|b|\n|---|---|\n|1||\n"
+
+
+def test_a_fence_is_closed_inside_the_block_quote_it_was_opened_in():
+    assert fix("> ```sh\n> make\n\nafter\n") == "> ```sh\n> make\n> ```\n\nafter\n"
+    assert fix("> ```sh\n> make\nafter\n") == "> ```sh\n> make\n> ```\n>\nafter\n"
+
+
+def test_a_fence_is_closed_inside_the_list_item_it_was_opened_in():
+    assert fix("- item\n\n  ```sh\n  make\n\nafter\n") == "- item\n\n  ```sh\n  make\n  ```\n\nafter\n"
+
+
+def test_nothing_inside_an_indented_code_block_is_a_fence_a_list_or_a_table():
+    for text in ("text\n\n    ```\n    code\n", "text\n\n    - a\n    * b\n",
+                 "text\n\n    | a | b |\n    |---|\n    | 1 |\n", "text\n\n    some **bold\n"):
+        assert problems(text) == [] and fix(text) == text
+
+
+def test_pipes_make_a_table_only_where_the_delimiter_row_has_the_headers_cell_count():
+    text = "a | b | c\n--- | ---\nx | y | z\n"  # GFM reads a paragraph here
+    assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
+
+
+def test_literal_markers_written_by_others_are_not_unclosed():
+    for text in ("- `f(payload, *, secret=None)` and f(a, *, b)\n", "- `x`: a pattern (`string`,\n  default ``)\n",
+                 "escaped with the `\\` character: `\\[example\\]`.\n",
+                 "*   `message` (default: `'Expected values to be deeply\n    equal'`)\n"):
+        assert problems(text) == [] and fix(text) == text
