@@ -35,6 +35,10 @@ MANIFEST = HERE / "pypi_corpus.json"
 DEFAULT_DIR = Path("runs/pypi-corpus")  # wheels and the token stream: large, outside git
 STREAM_NAME = "python.u16"
 MAX_FILE_BYTES = 200_000
+# Packages are taken in order of popularity until this many characters: 8x the stdlib, and what
+# fits, xz-compressed (about 35 MB), beside the checkout in the 64 MiB that travels to a GPU machine.
+MAX_CHARACTERS = 220_000_000
+TOKENIZE_CHUNK = 2_000  # files a batch: encode_batch holds every encoding of a batch in memory
 
 # Reserved for evaluation (issue 25), and what bench.cases reads its third-party cases from.
 EVALUATION_RESERVED = ("click", "jinja2", "flask", "attrs", "itsdangerous", "python-dateutil", "jsonschema",
@@ -88,9 +92,21 @@ def licence(metadata: email.message.Message) -> str | None:
         ok = all(PERMISSIVE_CLASSIFIER.match(c) for c in classifiers)
         return "; ".join(c.rsplit(" :: ", 1)[1] for c in classifiers) if ok else None
     declared = (metadata.get("License") or "").strip().splitlines()[:1]
-    if declared and spdx_permissive(declared[0].replace(" License", "").replace("Apache 2.0", "Apache-2.0")):
+    if declared and _declared_permissive(declared[0]):
         return declared[0]
     return None
+
+
+def _declared_permissive(declared: str) -> bool:
+    return spdx_permissive(declared.replace(" License", "").replace("Apache 2.0", "Apache-2.0"))
+
+
+def recorded_licence_permitted(recorded: str) -> bool:
+    """Whether a licence as `licence` records it (an SPDX expression, classifier names, or a
+    declared name) is one of the permitted families: the manifest's own check."""
+    names = recorded.split("; ")
+    classifier = all(PERMISSIVE_CLASSIFIER.match(f"License :: OSI Approved :: {name}") for name in names)
+    return spdx_permissive(recorded) or classifier or _declared_permissive(recorded)
 
 
 @dataclass
@@ -158,7 +174,7 @@ def read_wheel(path: Path, corpus: Corpus, seen: set[str], installed_names: set[
             corpus.packages.append(package)
 
 
-def collect(names: list[str], cache: Path) -> Corpus:
+def collect(names: list[str], cache: Path, max_characters: int = MAX_CHARACTERS) -> Corpus:
     installed_names = installed()
     corpus = Corpus()
     wanted = []
@@ -170,10 +186,14 @@ def collect(names: list[str], cache: Path) -> Corpus:
             wanted.append(name)
     fetch(wanted, cache)
     seen: set[str] = set()
-    wanted_names = {normalize(n) for n in wanted}
-    for wheel in sorted(cache.glob("*.whl")):
-        if normalize(wheel.name.split("-")[0]) in wanted_names:
-            read_wheel(wheel, corpus, seen, installed_names)
+    wheels = {normalize(wheel.name.split("-")[0]): wheel for wheel in sorted(cache.glob("*.whl"))}
+    characters = 0
+    for name in wanted:  # most popular first
+        wheel = wheels.get(normalize(name))
+        if wheel is None or characters >= max_characters:
+            continue
+        read_wheel(wheel, corpus, seen, installed_names)
+        characters = sum(p.characters for p in corpus.packages)
     return corpus
 
 
@@ -182,12 +202,19 @@ def candidates() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def tokenize(texts: list[tuple[str, str]], tokenizer) -> np.ndarray:
-    bos, eos = tokenizer.convert_tokens_to_ids(["<bos>", "<eos>"])
-    encoded = tokenizer.backend_tokenizer.encode_batch([text for _, text in texts], add_special_tokens=False)
-    stream = np.array([t for enc in encoded for t in (bos, *enc.ids, eos)], dtype=np.uint16)
+def write_stream(texts: list[tuple[str, str]], tokenizer, path: Path) -> int:
+    """[BOS] file [EOS] ... as uint16 ids in `path`; returns the number of tokens."""
     assert len(tokenizer) <= np.iinfo(np.uint16).max + 1
-    return stream
+    bos, eos = tokenizer.convert_tokens_to_ids(["<bos>", "<eos>"])
+    count = 0
+    with path.open("wb") as out:
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            chunk = [text for _, text in texts[start : start + TOKENIZE_CHUNK]]
+            encoded = tokenizer.backend_tokenizer.encode_batch(chunk, add_special_tokens=False)
+            ids = np.array([t for enc in encoded for t in (bos, *enc.ids, eos)], dtype=np.uint16)
+            ids.tofile(out)
+            count += len(ids)
+    return count
 
 
 def stream_sha256(path: Path) -> str:
@@ -219,14 +246,13 @@ def build(directory: Path) -> dict:
 
     corpus = collect(candidates(), directory / "wheels")
     tokenizer = PreTrainedTokenizerFast.from_pretrained(EMBEDDED_MODEL)
-    stream = tokenize(corpus.texts, tokenizer)
-    stream.tofile(directory / STREAM_NAME)
+    tokens = write_stream(corpus.texts, tokenizer, directory / STREAM_NAME)
     manifest = {
         "built_with": f"python -m engine.training.pypi_corpus (tokenizer of engine/model, {len(tokenizer)} ids)",
         "packages_count": len(corpus.packages),
         "files": len(corpus.texts),
         "characters": sum(len(text) for _, text in corpus.texts),
-        "tokens": int(len(stream)),
+        "tokens": tokens,
         "stream_sha256": stream_sha256(directory / STREAM_NAME),
         "packages": [asdict(p) for p in corpus.packages],
         "excluded": dict(sorted(corpus.excluded.items())),
