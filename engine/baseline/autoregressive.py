@@ -90,7 +90,8 @@ def load_fim(path: Path, device: str | None = None) -> FimModel:
         raise ModelLoadError(f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
                              "train one with `diffusion-infill train --objective fim`")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                 use_kernels=False)  # no code from the Hub (engine.loading)
     model = model.to(pick_device(device)).eval()
     return FimModel(model, tokenizer, FimSpec.load(path), FimIds.from_tokenizer(tokenizer), str(path))
 

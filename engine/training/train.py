@@ -141,7 +141,7 @@ class Trainer:
 
     def _make_model(self, init_from: Path | None) -> torch.nn.Module:
         if init_from is not None:
-            return DiffusionGemmaForBlockDiffusion.from_pretrained(init_from, dtype=torch.float32)
+            return DiffusionGemmaForBlockDiffusion.from_pretrained(init_from, dtype=torch.float32, use_kernels=False)
         token_ids = config_token_ids(self.tokenizer)
         return tiny_model(tiny_config(self.config.architecture, token_ids, self.config.objective.canvas_length))
 
@@ -286,7 +286,7 @@ class FimTrainer(Trainer):
 
     def _make_model(self, init_from: Path | None) -> torch.nn.Module:
         if init_from is not None:
-            return AutoModelForCausalLM.from_pretrained(init_from, dtype=torch.float32)
+            return AutoModelForCausalLM.from_pretrained(init_from, dtype=torch.float32, use_kernels=False)
         return fim.fim_model(self.config.architecture, len(self.tokenizer), FimIds.from_tokenizer(self.tokenizer))
 
     def _loss(self) -> tuple[torch.Tensor, dict[str, float]]:
