@@ -25,8 +25,8 @@ from engine.remote.client import (
     clamped_canvas,
 )
 from engine.remote.settings import RemoteSettings
-from engine.repair.diffusion import Span
 from engine.repair.fixes import Fixer, Surroundings
+from engine.repair.spans import Span
 from engine.settings import EngineSettings
 
 PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
