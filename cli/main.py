@@ -1,7 +1,9 @@
-"""Entry point of the `diffusion-infill` command."""
+"""diffusion-infill: inline infilling with a text-diffusion model, as a language server (serve) and on the
+command line (complete, fix), with its training and benchmark."""
 
 # Arguments are parsed and input is checked before torch and transformers are imported
-# (seconds on a loaded machine): only the command handlers import them, after the checks.
+# (seconds on a loaded machine): only the command handlers import them, after the checks,
+# and torch alone first, to ask about the GPU, before the model stack.
 
 from __future__ import annotations
 
@@ -13,7 +15,21 @@ from typing import TYPE_CHECKING
 
 from bench.compare import add_arguments as add_bench_arguments
 from cli import remote
-from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text, shape
+from cli.inputs import (
+    CliError,
+    Parser,
+    check_listen,
+    device_name,
+    dtype_name,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    probability,
+    read_text,
+    shape,
+    tcp_address,
+)
+from engine.checkpoint import model_problem
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -26,8 +42,10 @@ TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("engine/model")),
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint directory or hub id in the local cache (default: embedded)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
-    parser.add_argument("--dtype", default="auto", help="float32, bfloat16 ... (default: auto)")
+    parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda, cuda:N or mps "
+                        "(default: auto, CUDA when torch sees a GPU)")
+    parser.add_argument("--dtype", type=dtype_name, default="auto", help="auto, float32, bfloat16 or float16 "
+                        "(default: auto, bfloat16 on CUDA, else float32)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
     parser.add_argument("--threads", type=positive_int, help="torch CPU threads (default: half the cores, at least 1)")
@@ -37,7 +55,8 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-gap-tokens", type=positive_int, help="slots for the insertion")
     parser.add_argument("--max-steps", type=positive_int, help="denoising steps at most")
     parser.add_argument("--entropy-bound", type=positive_float, help="entropy accepted per step")
-    parser.add_argument("--mode", choices=MODES, default="auto")
+    parser.add_argument("--mode", choices=MODES, default="auto", help="how many lines an insertion may span "
+                        "(default: auto, multi-line on an empty line)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,12 +67,19 @@ def _parser() -> argparse.ArgumentParser:
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
     complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:10:24")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    complete.add_argument("--min-confidence", type=probability, default=0.0, metavar="P",
+                          help="print nothing when the completion's estimated chance of being accepted is under P "
+                          "(the server's minConfidence; default 0: always print)")
     _engine_options(complete)
     _model_options(complete)
     remote.add_options(complete)
 
     serve = commands.add_parser("serve", help="run the language server on stdio (or --tcp)")
-    serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="speak on stdin and stdout (the default; what LSP "
+                           "clients pass)")
+    transport.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host "
+                           "127.0.0.1; port 0: any free one)")
     serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
     _engine_options(serve)
     _model_options(serve)
@@ -113,6 +139,24 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args)  # limits torch threads itself, as the server does
 
 
+def _check_model(args: argparse.Namespace) -> None:
+    """--model, as far as its files tell, before torch loads; a served model (--engine openai) is the server's."""
+    if args.engine == "local" and (problem := model_problem(args.model)):
+        raise CliError(problem)
+
+
+def _check_device(args: argparse.Namespace) -> None:
+    """--device against what torch sees, before the model stack loads (torch has been imported)."""
+    from engine.checkpoint import ModelLoadError
+    from engine.devices import pick_device
+
+    if args.engine == "local":
+        try:
+            pick_device(args.device)
+        except ModelLoadError as error:
+            raise CliError(str(error)) from None
+
+
 def _start_torch(args: argparse.Namespace) -> None:
     """Imports torch (once the input is checked), seeds it and limits its threads as the server does."""
     import torch
@@ -139,49 +183,56 @@ def _complete(args: argparse.Namespace) -> int:
     location = Location.parse(args.location)
     text = read_text(location.path)
     location.split(text)  # the position is checked before the model loads
+    server = remote.remote_settings(args)
+    _check_model(args)
+    _check_device(args)  # imports torch alone, to ask it about the GPU
     _start_torch(args)
     from engine.factory import create_engine
     from engine.settings import EngineSettings
 
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
-    server = remote.remote_settings(args)
     engine = remote.connect(server, settings, args.seed) if server else create_engine(_load(args), settings)
-    return run(engine, location, text, args.json)
+    return run(engine, location, text, args.json, args.min_confidence)
 
 
 def _fix(args: argparse.Namespace) -> int:
-    text = read_text(args.path)
-    _start_torch(args)
-    from cli.fix import Selection, run
-    from engine.remote.client import RemoteRepairer
-    from engine.repair.diffusion import DiffusionRepairer, RepairSettings
+    from cli.fix import Selection, pick_kind, run
     from engine.repair.fixes import Fixer
-    from engine.settings import EngineSettings
 
+    text = read_text(args.path)
     selection = Selection.parse(args.range, text)
-    server = None if args.no_model else remote.remote_settings(args)
+    kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
+    ranged = args.range is not None
+    if args.no_model:  # the deterministic repairs: no torch, no model stack
+        return run(Fixer(None, "--no-model was given"), args.path, text, selection, kind, args.json, args.write,
+                   ranged=ranged)
+    server = remote.remote_settings(args)
+    _check_model(args)
+    _check_device(args)  # imports torch alone, to ask it about the GPU
+    _start_torch(args)
     if server is not None:
+        from engine.remote.client import RemoteRepairer
+        from engine.settings import EngineSettings
+
         return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
-                   selection, args.kind, args.json, args.write, ranged=args.range is not None)
-    loaded = None if args.no_model else _load(args)
-    canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
+                   selection, kind, args.json, args.write, ranged=ranged)
+    from engine.repair.diffusion import DiffusionRepairer, RepairSettings
+
+    loaded = _load(args)
+    canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-    unavailable = "--no-model was given" if loaded is None else f"{loaded.source} was not trained on the infill canvas"
-    return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write,
-               ranged=args.range is not None)
-
-
-def _tcp_address(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not port.isdigit():
-        raise CliError(f"--tcp expects [HOST:]PORT, got {value!r}")
-    return host or "127.0.0.1", int(port)
+    return run(Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"), args.path, text, selection,
+               kind, args.json, args.write, ranged=ranged)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    address = _tcp_address(args.tcp) if args.tcp else None
+    address = tcp_address(args.tcp) if args.tcp else None
     remote.remote_settings(args)  # checked here; the server connects itself
+    # A model or GPU that is not there does not stop the server: it says why in the editor, and the
+    # diagnostics and deterministic fixes work without a model.
+    if address is not None:
+        check_listen(*address)
     _start_torch(args)
     from lsp.server import ServeOptions, create_server
     from lsp.settings import ServerSettings

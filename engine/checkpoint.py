@@ -21,12 +21,12 @@ _CHECKPOINT_FILES = {
     "config.json": ("config.json",),
     "weights (model.safetensors or pytorch_model.bin)": ("model.safetensors", "model.safetensors.index.json",
                                                         "pytorch_model.bin", "pytorch_model.bin.index.json"),
-    "a tokenizer (tokenizer.json or tokenizer.model)": ("tokenizer.json", "tokenizer.model"),
+    "tokenizer (tokenizer.json or tokenizer.model)": ("tokenizer.json", "tokenizer.model"),
 }
 
 
-class CheckpointError(ValueError):
-    """A model, device or dtype that cannot be used; the message says which and why."""
+class ModelLoadError(RuntimeError):
+    """A checkpoint could not be loaded; the message names every place that was tried."""
 
 
 def device_problem(requested: str | None) -> str | None:

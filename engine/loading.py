@@ -13,15 +13,12 @@ from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
 
-from engine.checkpoint import EMBEDDED_MODEL, device_problem, directory_problem, dtype_problem, is_path, not_cached
+from engine.checkpoint import EMBEDDED_MODEL, ModelLoadError, directory_problem, is_path, not_cached
 from engine.completion.canvas import CanvasSpec
+from engine.devices import pick_device, pick_dtype
 from engine.tokens import SpecialIds
 
 __all__ = ["EMBEDDED_MODEL", "LoadedModel", "ModelLoadError", "load", "pick_device", "pick_dtype"]
-
-
-class ModelLoadError(RuntimeError):
-    """A checkpoint could not be loaded; the message names every place that was tried."""
 
 
 @dataclass
@@ -42,32 +39,6 @@ class LoadedModel:
     @property
     def device(self) -> torch.device:
         return self.model.device
-
-
-def pick_device(requested: str | None) -> torch.device:
-    """The requested device, checked here so that a missing GPU is one clear error; auto: CUDA when available."""
-    if not requested or requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if problem := device_problem(requested):
-        raise ModelLoadError(problem)
-    device = torch.device(requested)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {requested!r}: torch {torch.__version__} sees no CUDA GPU (a CPU-only build, "
-                             "or no GPU visible); use device cpu or auto")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ModelLoadError(f"device {requested!r}: only {torch.cuda.device_count()} CUDA GPU(s) visible")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ModelLoadError(f"device {requested!r}: torch {torch.__version__} sees no MPS device; use device cpu "
-                             "or auto")
-    return device
-
-
-def pick_dtype(requested: str | None, device: torch.device) -> torch.dtype:
-    if not requested or requested == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    if problem := dtype_problem(requested):
-        raise ModelLoadError(problem)
-    return getattr(torch, requested)
 
 
 def _problem(candidate: str, allow_download: bool) -> str | None:

@@ -21,11 +21,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
+from engine.checkpoint import ModelLoadError
 from engine.completion.confidence import Calibration, assess
 from engine.completion.insertion import insertion_text, longest_valid
 from engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from engine.devices import pick_device
 from engine.drafts import Draft, InfillRequest
-from engine.loading import ModelLoadError, pick_device
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
 from engine.tokens import BOS, END, FIM_TOKENS, PAD, never_written
