@@ -41,31 +41,36 @@ TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("engine/model")),
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="checkpoint directory or hub id in the local cache (default: embedded)")
+    parser.add_argument("--model", metavar="DIR_OR_ID", help="checkpoint directory, or hub id in the local hub cache "
+                        "(default: the embedded model, engine/model); with --engine openai: the served model's name")
     parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda, cuda:N or mps "
                         "(default: auto, CUDA when torch sees a GPU)")
     parser.add_argument("--dtype", type=dtype_name, default="auto", help="auto, float32, bfloat16 or float16 "
                         "(default: auto, bfloat16 on CUDA, else float32)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--threads", type=positive_int, help="torch CPU threads (default: half the cores, at least 1)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="torch CPU threads (default: half the cores, at least 1)")
 
 
 def _engine_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-gap-tokens", type=positive_int, help="slots for the insertion")
-    parser.add_argument("--max-steps", type=positive_int, help="denoising steps at most")
-    parser.add_argument("--entropy-bound", type=positive_float, help="entropy accepted per step")
+    parser.add_argument("--max-gap-tokens", type=positive_int, metavar="N",
+                        help="slots for the insertion (default: what the checkpoint was trained with)")
+    parser.add_argument("--max-steps", type=positive_int, metavar="N",
+                        help="denoising steps at most (default: the engine's; early stopping usually ends sooner)")
+    parser.add_argument("--entropy-bound", type=positive_float, metavar="X",
+                        help="summed entropy of the tokens accepted per step (default: the engine's)")
     parser.add_argument("--mode", choices=MODES, default="auto", help="how many lines an insertion may span "
                         "(default: auto, multi-line on an empty line)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="diffusion-infill", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
 
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
-    complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:10:24")
+    complete.add_argument("location", help="PATH:LINE:COL, e.g. cli/samples/shapes.py:11:37")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     complete.add_argument("--min-confidence", type=probability, default=0.0, metavar="P",
                           help="print nothing when the completion's estimated chance of being accepted is under P "
@@ -80,13 +85,14 @@ def _parser() -> argparse.ArgumentParser:
                            "clients pass)")
     transport.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host "
                            "127.0.0.1; port 0: any free one)")
-    serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
+    serve.add_argument("--telemetry", type=Path, metavar="FILE", help="acceptance counts (default: "
+                       "$XDG_STATE_HOME/diffusion-infill/acceptance.json)")
     _engine_options(serve)
     _model_options(serve)
     remote.add_options(serve)
 
     fix = commands.add_parser("fix", help="fix a JSON or Markdown file (or a range of it); prints the result")
-    fix.add_argument("path", type=Path, help="the file")
+    fix.add_argument("path", type=Path, help="the file (JSON, JSONC or Markdown; others with --kind)")
     fix.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
                      "exclusive)")
     fix.add_argument("--kind", choices=("auto", "json", "jsonc", "markdown", "regenerate"), default="auto",
@@ -100,25 +106,30 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
     train.add_argument("--objective", choices=tuple(TRAIN_DEFAULTS), default="diffusion",
                        help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline")
-    train.add_argument("--run-dir", type=Path, help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
-    train.add_argument("--export", type=Path, help="save_pretrained directory (default: engine/model, "
+    train.add_argument("--run-dir", type=Path, metavar="DIR",
+                       help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
+    train.add_argument("--export", type=Path, metavar="DIR", help="save_pretrained directory (default: engine/model, "
                        "bench/fim_model)")
-    train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer; steps "
+    train.add_argument("--init-from", type=Path, metavar="DIR",
+                       help="continue from exported weights (fresh optimizer; steps "
                        "and CPU hours count on from their recipe.json)")
-    train.add_argument("--max-steps", type=positive_int, default=10**9, help="stop at this optimizer step")
-    train.add_argument("--max-minutes", type=positive_float, help="stop after this wall time")
-    train.add_argument("--max-cpu-hours", type=positive_float,
+    train.add_argument("--max-steps", type=positive_int, default=10**9, metavar="N", help="stop at this optimizer step")
+    train.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after this wall time")
+    train.add_argument("--max-cpu-hours", type=positive_float, metavar="H",
                        help="stop when training has used this much CPU time in all")
-    train.add_argument("--cooldown-hours", type=non_negative_float, help="with --max-cpu-hours: the learning rate "
+    train.add_argument("--cooldown-hours", type=non_negative_float, metavar="C",
+                       help="with --max-cpu-hours: the learning rate "
                        "falls linearly to a tenth over the last this many CPU hours")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
-    train.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
+    train.add_argument("--seed", type=int, default=0, metavar="N", help="data order, noise and weights (default 0)")
+    train.add_argument("--noise", choices=("mask", "uniform"), default="mask",
+                       help="diffusion: the noise of the objective (default mask)")
+    train.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's choice)")
     train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
-    train.add_argument("--max-prefix", type=positive_int, default=128, help="prefix tokens the model sees "
+    train.add_argument("--max-prefix", type=positive_int, default=128, metavar="N", help="prefix tokens the model sees "
                        "(training and inference; batches draw a quarter, half or all of it)")
-    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, help="diffusion: CPU hours of "
+    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, metavar="H",
+                       help="diffusion: CPU hours of "
                        "the encoder's autoregressive loss alone before the joint loss")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
@@ -283,7 +294,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:

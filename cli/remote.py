@@ -26,13 +26,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="local: the checkpoint in this process (default); openai: --model served by the "
                         "OpenAI-compatible server at --url (vLLM, transformers serve); API key from "
                         "$DIFFUSION_INFILL_API_KEY or $OPENAI_API_KEY")
-    parser.add_argument("--url", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
+    parser.add_argument("--url", metavar="URL", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
     parser.add_argument("--prompt-format", choices=FORMATS, default=DEFAULTS.prompt_format,
                         help="with --engine openai: how to ask (default: auto, probed once at start)")
-    parser.add_argument("--timeout", type=positive_float, default=DEFAULTS.timeout,
+    parser.add_argument("--timeout", type=positive_float, default=DEFAULTS.timeout, metavar="SECONDS",
                         help=f"with --engine openai: seconds an as-you-type completion may take "
                         f"(default: {DEFAULTS.timeout:g})")
-    parser.add_argument("--invoked-timeout", type=positive_float, default=DEFAULTS.invoked_timeout,
+    parser.add_argument("--invoked-timeout", type=positive_float, default=DEFAULTS.invoked_timeout, metavar="SECONDS",
                         help="with --engine openai: seconds for invoked completions, `complete` and `fix` "
                         f"(default: {DEFAULTS.invoked_timeout:g})")
 
