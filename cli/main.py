@@ -29,7 +29,7 @@ from cli.inputs import (
     shape,
     tcp_address,
 )
-from engine.checkpoint import model_problem
+from engine.checkpoint import ModelLoadError, model_problem
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -157,8 +157,7 @@ def _check_model(args: argparse.Namespace) -> None:
 
 
 def _check_device(args: argparse.Namespace) -> None:
-    """--device against what torch sees, before the model stack loads (torch has been imported)."""
-    from engine.checkpoint import ModelLoadError
+    """--device against what torch sees: imports torch alone, before the model stack."""
     from engine.devices import pick_device
 
     if args.engine == "local":
@@ -180,7 +179,7 @@ def _start_torch(args: argparse.Namespace) -> None:
 
 def _load(args: argparse.Namespace) -> LoadedModel:
     """The --model checkpoint on --device; a failure is one line naming what was tried."""
-    from engine.loading import ModelLoadError, load
+    from engine.loading import load
 
     try:
         return load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
@@ -196,7 +195,7 @@ def _complete(args: argparse.Namespace) -> int:
     location.split(text)  # the position is checked before the model loads
     server = remote.remote_settings(args)
     _check_model(args)
-    _check_device(args)  # imports torch alone, to ask it about the GPU
+    _check_device(args)
     _start_torch(args)
     from engine.factory import create_engine
     from engine.settings import EngineSettings
@@ -220,7 +219,7 @@ def _fix(args: argparse.Namespace) -> int:
                    ranged=ranged)
     server = remote.remote_settings(args)
     _check_model(args)
-    _check_device(args)  # imports torch alone, to ask it about the GPU
+    _check_device(args)
     _start_torch(args)
     if server is not None:
         from engine.remote.client import RemoteRepairer
