@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.cases import Case, build_cases, sources
 from bench.metrics import aggregate, run_case
-from cli.inputs import positive_int
+from cli.inputs import positive_int, probability
 
 BASELINE_MODEL = Path(__file__).parent / "fim_model"
 CASE_SEED = 20261202
@@ -245,28 +245,37 @@ def plot(report: dict, path: Path) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_CASES} cases, both models, no ablations")
-    parser.add_argument("--cases", type=positive_int,
+    parser.add_argument("--cases", type=positive_int, metavar="N",
                         help=f"number of cases (default {FULL_CASES}, {QUICK_CASES} with --quick)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-    parser.add_argument("--out", type=Path, help="write bench.json (with per-case rows), table.md and plot.png here")
-    parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
-    parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, help="autoregressive baseline checkpoint")
-    parser.add_argument("--threads", type=positive_int, help="torch threads (default: half the cores, as the server)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--case-seed", type=int, default=CASE_SEED,
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="write bench.json (with per-case rows), table.md and plot.png here")
+    parser.add_argument("--model", type=Path, metavar="DIR", help="diffusion checkpoint (default: the embedded model)")
+    parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, metavar="DIR",
+                        help="autoregressive baseline checkpoint (default: bench/fim_model)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="torch threads (default: half the cores, as the server)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    parser.add_argument("--case-seed", type=int, default=CASE_SEED, metavar="N",
                         help=f"which cases (default {CASE_SEED}, the reported ones; checkpoints and decoding "
                              f"settings are chosen on others, e.g. {CASE_SEED + 11})")
     parser.add_argument("--no-typing-burst", action="store_true", help="skip the typing burst through the server")
     parser.add_argument("--replay", action="store_true", help="type held-out code through the server instead: how "
                         "often the suggestions shown are right (bench.replay)")
-    parser.add_argument("--files", type=int, help="--replay: excerpts typed (default 8, 2 with --quick)")
-    parser.add_argument("--chars", type=int, help="--replay: characters per excerpt (default 600, 300 with --quick)")
-    parser.add_argument("--min-confidence", type=float, help="--replay: the server's minConfidence (default: its own)")
+    parser.add_argument("--files", type=positive_int, metavar="N",
+                        help="--replay: excerpts typed (default 8, 2 with --quick)")
+    parser.add_argument("--chars", type=positive_int, metavar="N",
+                        help="--replay: characters per excerpt (default 600, 300 with --quick)")
+    parser.add_argument("--min-confidence", type=probability, metavar="P",
+                        help="--replay: the server's minConfidence (default: its own)")
     parser.add_argument("--tuning", action="store_true", help="--replay: excerpts of the tuning files (where settings "
                         "are chosen) instead of the reported ones")
-    parser.add_argument("--settings", help="--replay: more diffusionInfill settings for the server, a JSON object")
-    parser.add_argument("--log", type=Path, help="--replay: write every request and its outcome here (JSON lines)")
-    parser.add_argument("--pause-ms", type=int, default=400, help="--replay: a typist's pause at a word or line end; "
+    parser.add_argument("--settings", metavar="JSON",
+                        help="--replay: more diffusionInfill settings for the server, a JSON object")
+    parser.add_argument("--log", type=Path, metavar="FILE",
+                        help="--replay: write every request and its outcome here (JSON lines)")
+    parser.add_argument("--pause-ms", type=positive_int, default=400, metavar="MS",
+                        help="--replay: a typist's pause at a word or line end; "
                         "an answer later than this minus the 75 ms debounce is never shown (default 400)")
 
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.inputs import CliError
+from cli.inputs import CliError, plural
 from engine import closure
 from engine.drafts import Draft, InfillRequest
 
@@ -38,16 +38,20 @@ class Location:
         """(prefix, suffix) of `text` at this location."""
         lines = text.split("\n")
         if not 1 <= self.line <= len(lines):
-            raise LocationError(f"{self.path} has {len(lines)} lines; line {self.line} is out of range")
+            raise LocationError(f"{self.path} has {plural(len(lines), 'line')}; line {self.line} is out of range")
         if not 1 <= self.column <= len(lines[self.line - 1]) + 1:
-            raise LocationError(f"line {self.line} of {self.path} has {len(lines[self.line - 1])} characters; "
+            characters = plural(len(lines[self.line - 1]), "character")
+            raise LocationError(f"line {self.line} of {self.path} has {characters}; "
                                 f"column {self.column} is out of range")
         offset = sum(len(line) + 1 for line in lines[: self.line - 1]) + self.column - 1
         return text[:offset], text[offset:]
 
 
-def run(engine, location: Location, text: str, as_json: bool) -> int:
-    """Completes `text` (the file's) at `location`; prints the drafts live on a terminal."""
+def run(engine, location: Location, text: str, as_json: bool, min_confidence: float = 0.0) -> int:
+    """Completes `text` (the file's) at `location`; prints the drafts live on a terminal, and nothing
+    when the completion's confidence is under `min_confidence` (as the server gates it)."""
+    from engine.completion.confidence import passes  # imports torch: only once the input is checked
+
     prefix, suffix = location.split(text)
     language = closure.language_for_path(str(location.path))
     request = InfillRequest(prefix, suffix, language, invoked=True)
@@ -72,20 +76,34 @@ def run(engine, location: Location, text: str, as_json: bool) -> int:
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
     valid = closure.check(prefix, final.text, suffix, language).valid
+    shown = passes(final.confidence, min_confidence)
+    shown_text = final.text if shown else ""
 
-    if live:
-        print(f"{RESTORE_AND_CLEAR}{final.text}")
-        print(f"[{final.step} steps, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}]", file=sys.stderr)
-    elif as_json:
+    if as_json:
         result = {
-            "text": final.text,
+            "text": shown_text,
             "steps": final.step,
             "drafts": drafts,
             "timings_ms": {"prefill": round(final.prefill_ms, 2), "first_draft": round(first_draft_ms, 2),
                            "total": round(total_ms, 2)},
             "valid": valid,
+            "confidence": None if final.confidence is None else round(final.confidence, 4),
+            "shown": shown,
         }
         print(json.dumps(result))
-    else:
-        print(final.text)
+        return 0
+    if live:
+        print(f"{RESTORE_AND_CLEAR}{shown_text}")
+    elif shown:
+        print(shown_text)
+    print(f"[{final.step} steps, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
+          f"{_confidence_note(final.confidence, shown, min_confidence)}]", file=sys.stderr)
     return 0
+
+
+def _confidence_note(confidence: float | None, shown: bool, min_confidence: float) -> str:
+    """How sure the completion is, for the summary line; says so when it was not printed."""
+    if confidence is None:
+        return "confidence unknown"  # a checkpoint without confidence.json, or a remote engine
+    note = f"confidence {confidence:.2f}"
+    return note if shown else f"{note}, under --min-confidence {min_confidence:g}: not printed"

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.inputs import CliError
+from cli.inputs import CliError, plural
 from engine.closure import language_for_path
 from engine.repair.fixes import Fixer, FixResult, Surroundings
 
@@ -48,9 +48,10 @@ class Selection:
 def _offset(text: str, line: int, column: int) -> int:
     lines = text.split("\n")
     if not 1 <= line <= len(lines):
-        raise RangeError(f"line {line} is out of range: the file has {len(lines)} lines")
+        raise RangeError(f"line {line} is out of range: the file has {plural(len(lines), 'line')}")
     if not 1 <= column <= len(lines[line - 1]) + 1:
-        raise RangeError(f"column {column} is out of range: line {line} has {len(lines[line - 1])} characters")
+        characters = plural(len(lines[line - 1]), "character")
+        raise RangeError(f"column {column} is out of range: line {line} has {characters}")
     return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
 
 

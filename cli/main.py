@@ -1,7 +1,9 @@
-"""Entry point of the `diffusion-infill` command."""
+"""diffusion-infill: inline infilling with a text-diffusion model, as a language server (serve) and on the
+command line (complete, fix), with its training and benchmark."""
 
 # Arguments are parsed and input is checked before torch and transformers are imported
-# (seconds on a loaded machine): only the command handlers import them, after the checks.
+# (seconds on a loaded machine): only the command handlers import them, after the checks,
+# and torch alone first, to ask about the GPU, before the model stack.
 
 from __future__ import annotations
 
@@ -16,13 +18,19 @@ from cli import remote
 from cli.inputs import (
     CliError,
     Parser,
+    check_listen,
+    device_name,
+    dtype_name,
     non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
+    probability,
     read_text,
     shape,
+    tcp_address,
 )
+from engine.checkpoint import ModelLoadError, model_problem
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -34,42 +42,58 @@ TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("engine/model")),
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="checkpoint directory or hub id in the local cache (default: embedded)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
-    parser.add_argument("--dtype", default="auto", help="float32, bfloat16 ... (default: auto)")
+    parser.add_argument("--model", metavar="DIR_OR_ID", help="checkpoint directory, or hub id in the local hub cache "
+                        "(default: the embedded model, engine/model); with --engine openai: the served model's name")
+    parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda, cuda:N or mps "
+                        "(default: auto, CUDA when torch sees a GPU)")
+    parser.add_argument("--dtype", type=dtype_name, default="auto", help="auto, float32, bfloat16 or float16 "
+                        "(default: auto, bfloat16 on CUDA, else float32)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--threads", type=positive_int, help="torch CPU threads (default: half the cores, at least 1)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="torch CPU threads (default: half the cores, at least 1)")
 
 
 def _engine_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-gap-tokens", type=positive_int, help="slots for the insertion")
-    parser.add_argument("--max-steps", type=positive_int, help="denoising steps at most")
-    parser.add_argument("--entropy-bound", type=positive_float, help="entropy accepted per step")
-    parser.add_argument("--mode", choices=MODES, default="auto")
+    parser.add_argument("--max-gap-tokens", type=positive_int, metavar="N",
+                        help="slots for the insertion (default: what the checkpoint was trained with)")
+    parser.add_argument("--max-steps", type=positive_int, metavar="N",
+                        help="denoising steps at most (default: the engine's; early stopping usually ends sooner)")
+    parser.add_argument("--entropy-bound", type=positive_float, metavar="X",
+                        help="summed entropy of the tokens accepted per step (default: the engine's)")
+    parser.add_argument("--mode", choices=MODES, default="auto", help="how many lines an insertion may span "
+                        "(default: auto, multi-line on an empty line)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="diffusion-infill", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     commands = parser.add_subparsers(dest="command", required=True)
 
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
-    complete.add_argument("location", help=f"PATH:LINE:COL, e.g. {SAMPLE}:10:24")
+    complete.add_argument("location", help="PATH:LINE:COL, e.g. cli/samples/shapes.py:11:37")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    complete.add_argument("--min-confidence", type=probability, default=0.0, metavar="P",
+                          help="print nothing when the completion's estimated chance of being accepted is under P "
+                          "(the server's minConfidence; default 0: always print)")
     _engine_options(complete)
     _model_options(complete)
     remote.add_options(complete)
 
     serve = commands.add_parser("serve", help="run the language server on stdio (or --tcp)")
-    serve.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host 127.0.0.1)")
-    serve.add_argument("--telemetry", type=Path, help="acceptance counts (default: XDG state dir)")
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="speak on stdin and stdout (the default; what LSP "
+                           "clients pass)")
+    transport.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host "
+                           "127.0.0.1; port 0: any free one)")
+    serve.add_argument("--telemetry", type=Path, metavar="FILE", help="acceptance counts (default: "
+                       "$XDG_STATE_HOME/diffusion-infill/acceptance.json)")
     _engine_options(serve)
     _model_options(serve)
     remote.add_options(serve)
 
     fix = commands.add_parser("fix", help="fix a JSON or Markdown file (or a range of it); prints the result")
-    fix.add_argument("path", type=Path, help="the file")
+    fix.add_argument("path", type=Path, help="the file (JSON, JSONC or Markdown; others with --kind)")
     fix.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
                      "exclusive)")
     fix.add_argument("--kind", choices=("auto", "json", "jsonc", "markdown", "regenerate"), default="auto",
@@ -83,25 +107,30 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
     train.add_argument("--objective", choices=tuple(TRAIN_DEFAULTS), default="diffusion",
                        help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline")
-    train.add_argument("--run-dir", type=Path, help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
-    train.add_argument("--export", type=Path, help="save_pretrained directory (default: engine/model, "
+    train.add_argument("--run-dir", type=Path, metavar="DIR",
+                       help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
+    train.add_argument("--export", type=Path, metavar="DIR", help="save_pretrained directory (default: engine/model, "
                        "bench/fim_model)")
-    train.add_argument("--init-from", type=Path, help="continue from exported weights (fresh optimizer; steps "
+    train.add_argument("--init-from", type=Path, metavar="DIR",
+                       help="continue from exported weights (fresh optimizer; steps "
                        "and CPU hours count on from their recipe.json)")
-    train.add_argument("--max-steps", type=positive_int, default=10**9, help="stop at this optimizer step")
-    train.add_argument("--max-minutes", type=positive_float, help="stop after this wall time")
-    train.add_argument("--max-cpu-hours", type=positive_float,
+    train.add_argument("--max-steps", type=positive_int, default=10**9, metavar="N", help="stop at this optimizer step")
+    train.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after this wall time")
+    train.add_argument("--max-cpu-hours", type=positive_float, metavar="H",
                        help="stop when training has used this much CPU time in all")
-    train.add_argument("--cooldown-hours", type=non_negative_float, help="with --max-cpu-hours: the learning rate "
+    train.add_argument("--cooldown-hours", type=non_negative_float, metavar="C",
+                       help="with --max-cpu-hours: the learning rate "
                        "falls linearly to a tenth over the last this many CPU hours")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--noise", choices=("mask", "uniform"), default="mask")
-    train.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's choice)")
+    train.add_argument("--seed", type=int, default=0, metavar="N", help="data order, noise and weights (default 0)")
+    train.add_argument("--noise", choices=("mask", "uniform"), default="mask",
+                       help="diffusion: the noise of the objective (default mask)")
+    train.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's choice)")
     train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
-    train.add_argument("--max-prefix", type=positive_int, default=128, help="prefix tokens the model sees "
+    train.add_argument("--max-prefix", type=positive_int, default=128, metavar="N", help="prefix tokens the model sees "
                        "(training and inference; batches draw a quarter, half or all of it)")
-    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, help="diffusion: CPU hours of "
+    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, metavar="H",
+                       help="diffusion: CPU hours of "
                        "the encoder's autoregressive loss alone before the joint loss")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
@@ -137,6 +166,23 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args)  # limits torch threads itself, as the server does
 
 
+def _check_model(args: argparse.Namespace) -> None:
+    """--model, as far as its files tell, before torch loads; a served model (--engine openai) is the server's."""
+    if args.engine == "local" and (problem := model_problem(args.model)):
+        raise CliError(problem)
+
+
+def _check_device(args: argparse.Namespace) -> None:
+    """--device against what torch sees: imports torch alone, before the model stack."""
+    from engine.devices import pick_device
+
+    if args.engine == "local":
+        try:
+            pick_device(args.device)
+        except ModelLoadError as error:
+            raise CliError(str(error)) from None
+
+
 def _start_torch(args: argparse.Namespace) -> None:
     """Imports torch (once the input is checked), seeds it and limits its threads as the server does."""
     import torch
@@ -149,7 +195,7 @@ def _start_torch(args: argparse.Namespace) -> None:
 
 def _load(args: argparse.Namespace) -> LoadedModel:
     """The --model checkpoint on --device; a failure is one line naming what was tried."""
-    from engine.loading import ModelLoadError, load
+    from engine.loading import load
 
     try:
         return load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
@@ -163,49 +209,56 @@ def _complete(args: argparse.Namespace) -> int:
     location = Location.parse(args.location)
     text = read_text(location.path)
     location.split(text)  # the position is checked before the model loads
+    server = remote.remote_settings(args)
+    _check_model(args)
+    _check_device(args)
     _start_torch(args)
     from engine.factory import create_engine
     from engine.settings import EngineSettings
 
     settings = EngineSettings(mode=args.mode).with_overrides(
         max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
-    server = remote.remote_settings(args)
     engine = remote.connect(server, settings, args.seed) if server else create_engine(_load(args), settings)
-    return run(engine, location, text, args.json)
+    return run(engine, location, text, args.json, args.min_confidence)
 
 
 def _fix(args: argparse.Namespace) -> int:
-    text = read_text(args.path)
-    _start_torch(args)
-    from cli.fix import Selection, run
-    from engine.remote.client import RemoteRepairer
-    from engine.repair.diffusion import DiffusionRepairer, RepairSettings
+    from cli.fix import Selection, pick_kind, run
     from engine.repair.fixes import Fixer
-    from engine.settings import EngineSettings
 
+    text = read_text(args.path)
     selection = Selection.parse(args.range, text)
-    server = None if args.no_model else remote.remote_settings(args)
+    kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
+    ranged = args.range is not None
+    if args.no_model:  # the deterministic repairs: no torch, no model stack
+        return run(Fixer(None, "--no-model was given"), args.path, text, selection, kind, args.json, args.write,
+                   ranged=ranged)
+    server = remote.remote_settings(args)
+    _check_model(args)
+    _check_device(args)
+    _start_torch(args)
     if server is not None:
+        from engine.remote.client import RemoteRepairer
+        from engine.settings import EngineSettings
+
         return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
-                   selection, args.kind, args.json, args.write, ranged=args.range is not None)
-    loaded = None if args.no_model else _load(args)
-    canvas = loaded is not None and loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
+                   selection, kind, args.json, args.write, ranged=ranged)
+    from engine.repair.diffusion import DiffusionRepairer, RepairSettings
+
+    loaded = _load(args)
+    canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-    unavailable = "--no-model was given" if loaded is None else f"{loaded.source} was not trained on the infill canvas"
-    return run(Fixer(repairer, unavailable), args.path, text, selection, args.kind, args.json, args.write,
-               ranged=args.range is not None)
-
-
-def _tcp_address(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not port.isdigit():
-        raise CliError(f"--tcp expects [HOST:]PORT, got {value!r}")
-    return host or "127.0.0.1", int(port)
+    return run(Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"), args.path, text, selection,
+               kind, args.json, args.write, ranged=ranged)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    address = _tcp_address(args.tcp) if args.tcp else None
+    address = tcp_address(args.tcp) if args.tcp else None
     remote.remote_settings(args)  # checked here; the server connects itself
+    # A model or GPU that is not there does not stop the server: it says why in the editor, and the
+    # diagnostics and deterministic fixes work without a model.
+    if address is not None:
+        check_listen(*address)
     _start_torch(args)
     from lsp.server import ServeOptions, create_server
     from lsp.settings import ServerSettings
@@ -230,7 +283,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
-    from engine.loading import ModelLoadError, pick_device
+    from engine.devices import pick_device
     from engine.tiny import TinyArchitecture
     from engine.training.fim import FIM_ARCHITECTURE
     from engine.training.objective import ObjectiveConfig
@@ -266,7 +319,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:

@@ -7,7 +7,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from cli.inputs import CliError
+from cli.inputs import CliError, positive_float
 from engine.remote.settings import FORMATS, RemoteSettings
 
 if TYPE_CHECKING:
@@ -26,13 +26,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="local: the checkpoint in this process (default); openai: --model served by the "
                         "OpenAI-compatible server at --url (vLLM, transformers serve); API key from "
                         "$DIFFUSION_INFILL_API_KEY or $OPENAI_API_KEY")
-    parser.add_argument("--url", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
+    parser.add_argument("--url", metavar="URL", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
     parser.add_argument("--prompt-format", choices=FORMATS, default=DEFAULTS.prompt_format,
                         help="with --engine openai: how to ask (default: auto, probed once at start)")
-    parser.add_argument("--timeout", type=float, default=DEFAULTS.timeout,
+    parser.add_argument("--timeout", type=positive_float, default=DEFAULTS.timeout, metavar="SECONDS",
                         help=f"with --engine openai: seconds an as-you-type completion may take "
                         f"(default: {DEFAULTS.timeout:g})")
-    parser.add_argument("--invoked-timeout", type=float, default=DEFAULTS.invoked_timeout,
+    parser.add_argument("--invoked-timeout", type=positive_float, default=DEFAULTS.invoked_timeout, metavar="SECONDS",
                         help="with --engine openai: seconds for invoked completions, `complete` and `fix` "
                         f"(default: {DEFAULTS.invoked_timeout:g})")
 
@@ -44,8 +44,6 @@ def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
     if not args.url or not args.model:
         raise RemoteOptionsError("--engine openai needs --url (e.g. http://gpu-box:8000/v1) and --model "
                                  "(the served model's name)")
-    if args.timeout <= 0 or args.invoked_timeout <= 0:
-        raise RemoteOptionsError("--timeout and --invoked-timeout must be positive")
     if not args.verbose:  # the HTTP client logs every request at INFO: one line per keystroke
         for name in ("httpx", "httpx2"):
             logging.getLogger(name).setLevel(logging.WARNING)

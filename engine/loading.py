@@ -9,19 +9,16 @@ from pathlib import Path
 
 import torch
 from huggingface_hub import constants as hub_constants
-from huggingface_hub import try_to_load_from_cache
 from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
 
+from engine.checkpoint import EMBEDDED_MODEL, ModelLoadError, directory_problem, is_path, not_cached
 from engine.completion.canvas import CanvasSpec
+from engine.devices import pick_device, pick_dtype
 from engine.tokens import SpecialIds
 
-EMBEDDED_MODEL = Path(__file__).parent / "model"
-
-
-class ModelLoadError(RuntimeError):
-    """A checkpoint could not be loaded; the message names every place that was tried."""
+__all__ = ["EMBEDDED_MODEL", "LoadedModel", "ModelLoadError", "load", "pick_device", "pick_dtype"]
 
 
 @dataclass
@@ -44,53 +41,17 @@ class LoadedModel:
         return self.model.device
 
 
-def pick_device(requested: str | None) -> torch.device:
-    """The requested device, checked here so that a missing GPU is one clear error; auto: CUDA when available."""
-    if not requested or requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(requested)
-    except RuntimeError:
-        raise ModelLoadError(f"unknown device {requested!r}: expected auto, cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {requested!r}: torch {torch.__version__} sees no CUDA GPU (a CPU-only build, "
-                             "or no GPU visible); use device cpu or auto")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ModelLoadError(f"device {requested!r}: only {torch.cuda.device_count()} CUDA GPU(s) visible")
-    return device
-
-
-def pick_dtype(requested: str | None, device: torch.device) -> torch.dtype:
-    if not requested or requested == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    dtype = getattr(torch, requested, None)
-    if not isinstance(dtype, torch.dtype):
-        raise ModelLoadError(f"unknown dtype {requested!r}: expected auto, float32, bfloat16 or float16")
-    return dtype
-
-
-def _not_cached(candidate: str) -> str | None:
-    """For a hub id with no config in the local hub cache: where it looked and how to get the model."""
-    if candidate.startswith(("/", ".", "~")) or Path(candidate).is_dir():
-        return None
-    try:
-        cached = try_to_load_from_cache(candidate, "config.json")
-    except ValueError:  # not a valid hub id either
-        return None
-    if isinstance(cached, str):
-        return None
-    return (f"{candidate}: not in the local hub cache ({hub_constants.HF_HUB_CACHE}); on a machine with internet "
-            f"run `hf download {candidate}` (it fills that cache; set HF_HOME to use another), or pass a "
-            "checkpoint directory")
+def _problem(candidate: str, allow_download: bool) -> str | None:
+    """Why `candidate` cannot be loaded, as far as its files tell (engine.checkpoint); None when it may be."""
+    if is_path(candidate):
+        return directory_problem(Path(candidate))
+    return None if allow_download else not_cached(candidate)
 
 
 def _candidates(name: str | None) -> list[str]:
     if name is None:
         return [str(EMBEDDED_MODEL)]
-    path = Path(name).expanduser()
-    if path.exists() or name.startswith((".", "/", "~")):
-        return [str(path)]
-    return [name]  # a hub id, looked up in the local cache only
+    return [str(Path(name).expanduser())] if is_path(name) else [name]  # else a hub id, in the local cache only
 
 
 @contextmanager
@@ -117,18 +78,17 @@ def load(name: str | None = None, device: str | None = None, dtype: str | None =
     transformers_logging.disable_progress_bar()  # stderr belongs to the editor's log
     errors = []
     for candidate in _candidates(name):
-        if candidate.startswith(("/", ".", "~")) and not Path(candidate).is_dir():
-            errors.append(f"{candidate}: no such directory")
-            continue
-        if not allow_download and (missing := _not_cached(candidate)):
-            errors.append(missing)
+        if problem := _problem(candidate, allow_download):
+            errors.append(problem)
             continue
         try:
             options = dict(local_files_only=not allow_download, trust_remote_code=trust_remote_code)
             with _hub_offline(not allow_download):
                 tokenizer = AutoTokenizer.from_pretrained(candidate, **options)
+                # use_kernels=False: by default transformers replaces layers with kernel code fetched
+                # from the Hub on a GPU (and again at each train()/eval() switch)
                 model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-                    candidate, dtype=weights, **options
+                    candidate, dtype=weights, use_kernels=False, **options
                 ).to(target)
         except (OSError, ValueError, RuntimeError, KeyError, TypeError, SafetensorError) as error:  # truncated weights
             errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")

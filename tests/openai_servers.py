@@ -58,7 +58,8 @@ class TransformersServe:
     def start(self) -> None:
         command = shutil.which("transformers", path=str(Path(sys.executable).parent))
         assert command, "transformers[serving] is installed with the dev extras"
-        environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+        # USE_HUB_KERNELS=NO: the server loads with no layers fetched from the Hub (engine.loading)
+        environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", USE_HUB_KERNELS="NO")
         self.process = subprocess.Popen(
             [command, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
             env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -21,11 +21,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
+from engine.checkpoint import ModelLoadError
 from engine.completion.confidence import Calibration, assess
 from engine.completion.insertion import insertion_text, longest_valid
 from engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from engine.devices import pick_device
 from engine.drafts import Draft, InfillRequest
-from engine.loading import ModelLoadError, pick_device
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled, stream_from_thread
 from engine.tokens import BOS, END, FIM_TOKENS, PAD, never_written
@@ -90,7 +91,8 @@ def load_fim(path: Path, device: str | None = None) -> FimModel:
         raise ModelLoadError(f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
                              "train one with `diffusion-infill train --objective fim`")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                 use_kernels=False)  # no code from the Hub (engine.loading)
     model = model.to(pick_device(device)).eval()
     return FimModel(model, tokenizer, FimSpec.load(path), FimIds.from_tokenizer(tokenizer), str(path))
 

@@ -35,7 +35,7 @@ from engine import closure
 from engine.completion.instruct import CONTEXT_CHARS, answer_text, instruction
 from engine.drafts import Draft, InfillRequest
 from engine.remote.settings import RemoteSettings
-from engine.repair.diffusion import Span, merge
+from engine.repair.spans import Span, merge
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled
 

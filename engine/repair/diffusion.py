@@ -23,13 +23,8 @@ from engine.completion.infill import PrefixCache
 from engine.completion.prefix import encode_context
 from engine.completion.sampler import DenoiseSettings, denoise
 from engine.loading import LoadedModel
+from engine.repair.spans import Span, merge
 from engine.tokens import SPECIAL_TOKENS
-
-
-@dataclass(frozen=True)
-class Span:
-    start: int  # character offsets into the selection
-    end: int  # exclusive; equal to start for a pure insertion point
 
 
 @dataclass(frozen=True)
@@ -41,20 +36,6 @@ class RepairSettings:
     seed: int = 0  # sampling seed: the same selection gets the same candidates
     renoise: float = 0.5  # regenerate: share of the selection's tokens noised before the first step
     denoise: DenoiseSettings = field(default_factory=lambda: DenoiseSettings(max_steps=12))
-
-
-def merge(spans: list[Span], max_gaps: int) -> list[Span]:
-    """Sorted spans with overlapping or touching ones merged, then the closest merged down to `max_gaps`."""
-    merged: list[Span] = []
-    for span in sorted(spans, key=lambda item: (item.start, item.end)):
-        if merged and span.start <= merged[-1].end + 1:
-            merged[-1] = Span(merged[-1].start, max(merged[-1].end, span.end))
-        else:
-            merged.append(span)
-    while len(merged) > max_gaps:
-        index = min(range(len(merged) - 1), key=lambda i: merged[i + 1].start - merged[i].end)
-        merged[index : index + 2] = [Span(merged[index].start, merged[index + 1].end)]
-    return merged
 
 
 class DiffusionRepairer:

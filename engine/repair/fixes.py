@@ -25,10 +25,14 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine import closure
 from engine.repair import jsonfix, markdown_rules
-from engine.repair.diffusion import DiffusionRepairer, Span
+from engine.repair.spans import Span
+
+if TYPE_CHECKING:  # torch: a fix without a model never imports it
+    from engine.repair.diffusion import DiffusionRepairer
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"\w+")

@@ -30,6 +30,7 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # A number cut short (`2e-`, `1.`, `-3.5E`): the digits before the cut are the number.
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
 _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
+_BLANKS = re.compile(r"[ \t]*")
 _OPENERS = {"{": "}", "[": "]"}
 # The quotes a string may be opened with, and the ones that close it: typographic quotes
 # (word processors, chat replies) pair with their closing shape or with themselves.
@@ -329,6 +330,12 @@ class _Writer:
         """Text the user did not write, placed right after the last significant token."""
         self.pieces.append(text)
 
+    def drop_blanks(self) -> None:
+        """The held spaces and tabs before a comment left out at the end of its line, and the line
+        break before them when it stood alone: no trailing space and no blank line are left."""
+        held = "".join(self.space).rstrip(" \t")
+        self.space = [held.removesuffix("\n")]
+
     def text(self) -> str:
         return "".join(self.pieces + self.space)
 
@@ -354,10 +361,22 @@ class _Parser:
         while (token := self._current()) is not None:
             if token.kind == "space" or (token.kind == "comment" and self.jsonc):
                 self.out.space.append(token.text)  # held back like whitespace: an inserted comma lands before it
-            elif token.kind not in ("comment", "junk"):
+            elif token.kind == "comment":
+                self.position = self._drop_comment(token)
+                continue
+            elif token.kind != "junk":
                 return token
             self.position = token.end
         return None
+
+    def _drop_comment(self, token: Token) -> int:
+        """Where reading goes on after a comment left out, leaving no blanks of its own: the blanks after it
+        when the line goes on, else the ones before it (and its line break when it stood alone)."""
+        after = _BLANKS.match(self.text, token.end).end()
+        if after < len(self.text) and self.text[after] not in "\r\n":
+            return after
+        self.out.drop_blanks()
+        return token.end
 
     def take(self) -> Token:
         token = self._current()

@@ -52,5 +52,5 @@ def test_the_openai_engine_needs_a_url_and_a_model(tmp_path, capsys):
     source.write_text("x = \n")
     assert main(["complete", f"{source}:1:5", "--engine", "openai", "--model", "m"]) == 2
     assert "--url" in capsys.readouterr().err
-    assert main(["serve", "--engine", "openai", "--url", "http://x/v1", "--timeout", "0"]) == 2
+    assert main(["serve", "--engine", "openai", "--url", "http://x/v1"]) == 2
     assert "--model" in capsys.readouterr().err

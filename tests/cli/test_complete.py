@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
 from cli.complete import Location, LocationError
 from cli.main import SAMPLE, main
+from engine.drafts import InfillRequest
 
-JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid"}
+JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown"}
 
 
 def test_json_output_is_one_object_on_the_last_line(console_script):
@@ -28,6 +30,44 @@ def test_json_output_is_one_object_on_the_last_line(console_script):
     assert set(result["timings_ms"]) == {"prefill", "first_draft", "total"}
     assert 0 <= result["timings_ms"]["first_draft"] <= result["timings_ms"]["total"]
     assert result["valid"] is True
+    assert 0 <= result["confidence"] <= 1 and result["shown"] is True  # the embedded model is calibrated
+
+
+def test_the_confidence_is_the_one_the_server_gates_on(capsys):
+    """The same estimate: what engine.completion.confidence computes for the final draft."""
+    import torch
+
+    from engine.factory import create_engine
+    from engine.loading import load
+    from engine.settings import EngineSettings
+
+    assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    prefix, suffix = Location(SAMPLE, 11, 37).split(SAMPLE.read_text())
+    engine = create_engine(load(None, "cpu"), EngineSettings().with_overrides(max_steps=2))
+    torch.manual_seed(0)  # the command's --seed
+    final = list(engine.complete(InfillRequest(prefix, suffix, "python", invoked=True)))[-1]
+    assert (printed["text"], printed["confidence"]) == (final.text, round(final.confidence, 4))
+
+
+def test_under_min_confidence_nothing_is_printed(capsys):
+    assert main(["complete", f"{SAMPLE}:11:37", "--max-steps", "2", "--min-confidence", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "under --min-confidence 1: not printed" in captured.err
+
+
+def test_under_min_confidence_the_json_text_is_empty_and_says_so(capsys):
+    assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2", "--min-confidence", "1"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["text"] == "" and result["shown"] is False and result["confidence"] < 1
+
+
+def test_the_human_output_says_how_sure_the_completion_is(capsys):
+    assert main(["complete", f"{SAMPLE}:11:37", "--max-steps", "2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.endswith("\n") and captured.out.count("\n") == 1
+    assert re.search(r", confidence 0\.\d\d\]$", captured.err.strip())
 
 
 def test_completion_after_an_auto_paired_bracket_keeps_the_file_valid(tmp_path, capsys):

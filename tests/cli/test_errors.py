@@ -3,9 +3,12 @@ never a traceback; arguments and files are checked before torch is imported."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -87,3 +90,97 @@ def test_help_and_bad_arguments_answer_before_torch_is_imported(args):
 @pytest.mark.parametrize("value", ["2x100", "wide", "0x256"])
 def test_a_training_shape_must_be_layers_by_a_multiple_of_64(console_script, value):
     assert_one_line_error(run_cli(console_script, "train", "--shape", value), "--shape", repr(value))
+
+
+# Every case a new user met on a fresh clone: one line, exit 2, and only what the check needs imported
+# (run in a subprocess that reports, after the command, which of the heavy modules were loaded).
+
+HEAVY = ("torch", "transformers", "pygls")
+REPORTING = ("import sys\nfrom cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
+             "except SystemExit as stop:\n    code = stop.code\n"
+             f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))\nsys.exit(code)")
+BROKEN_JSON = str(SAMPLE.parent / "broken.json")
+
+
+def run_reporting(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """The command's result (its last stdout line removed) and the heavy modules it imported."""
+    done = subprocess.run([sys.executable, "-c", REPORTING, *args], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    *output, imported = done.stdout.split("\n")[:-1] or [""]
+    return subprocess.CompletedProcess(done.args, done.returncode, "".join(f"{line}\n" for line in output),
+                                       done.stderr), set(imported.split())
+
+
+def assert_answered_before(reported: tuple[subprocess.CompletedProcess, set[str]], *expected: str) -> None:
+    """One line, exit 2, and nothing heavy imported."""
+    done, imported = reported
+    assert_one_line_error(done, *expected)
+    assert not imported, f"imported {imported} before answering"
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+@pytest.fixture
+def notes(tmp_path) -> Path:
+    path = tmp_path / "notes.txt"
+    path.write_text("buy milk\n")
+    return path
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["serve", "--tcp", "99999"], ["99999", "out of range"]),
+    (["serve", "--tcp", "192.0.2.1:0"], ["192.0.2.1", "cannot listen"]),  # TEST-NET-1: no machine has it
+    (["serve", "--tcp", "no-such-host.invalid:0"], ["no-such-host.invalid", "cannot listen"]),
+    (["serve", "--tcp", "http://x"], ["[HOST:]PORT"]),
+    (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+    (["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json",
+                                                              "tokenizer"]),
+    (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+    (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+    (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
+    (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
+    (["complete", AT_SAMPLE, "--timeout", "-1"], ["--timeout", "'-1'"]),
+    (["serve", "--invoked-timeout", "0"], ["--invoked-timeout", "'0'"]),
+    (["complete", AT_SAMPLE, "--min-confidence", "1.5"], ["--min-confidence", "'1.5'"]),
+    (["complete", AT_SAMPLE, "-v"], ["unrecognized arguments: -v", "-v goes before the command"]),
+    (["serve", "--stdio", "--tcp", "0"], ["not allowed with argument --stdio"]),
+], ids=" ".join)
+def test_bad_arguments_answer_in_one_line_before_torch_is_imported(args, expected):
+    assert_answered_before(run_reporting(*args), *expected)
+
+
+def test_a_port_in_use_is_one_line_before_torch_is_imported(busy_port):
+    assert_answered_before(run_reporting("serve", "--tcp", str(busy_port)), str(busy_port),
+                           "Address already in use")
+
+
+def test_a_file_whose_kind_cannot_be_told_is_one_line_before_torch_is_imported(notes):
+    assert_answered_before(run_reporting("fix", str(notes)), "notes.txt", "--kind")
+
+
+def test_a_one_line_file_says_line_not_lines(tmp_path):
+    source = tmp_path / "one.py"
+    source.write_text("x = 1")
+    assert_answered_before(run_reporting("complete", f"{source}:3:1"), "has 1 line;")
+
+
+def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone():
+    device = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: none on a CPU-only build
+    done, imported = run_reporting("complete", AT_SAMPLE, "--device", device)
+    assert_one_line_error(done, device)
+    assert imported == {"torch"}  # asked of torch, before transformers loads
+
+
+def test_fix_without_a_model_never_imports_the_model_stack(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"a": 1, // why\n "b": [1, 2,]\n')
+    done, imported = run_reporting("fix", str(broken), "--no-model", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["fixed"] is True
+    assert imported == set()

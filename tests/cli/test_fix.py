@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from cli.fix import RangeError, Selection
-from cli.main import main
+from cli.main import SAMPLE, main
 
 BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
 
@@ -115,3 +115,10 @@ def test_bad_ranges_are_errors(spec):
 
 def test_range_columns_are_one_based_and_the_end_exclusive():
     assert Selection.parse("2:2-2:4", "ab\ncdef\n") == Selection(4, 6)
+
+
+def test_the_quick_starts_broken_json_leaves_no_trailing_space_where_its_comment_was(capsys):
+    assert main(["fix", str(SAMPLE.parent / "broken.json"), "--no-model"]) == 0
+    fixed = capsys.readouterr().out
+    assert json.loads(fixed) == {"name": "shapes", "sizes": [1, 2, 3], "tags": ["circle", "square"], "ok": True}
+    assert [line for line in fixed.splitlines() if line != line.rstrip()] == []

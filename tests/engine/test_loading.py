@@ -1,6 +1,8 @@
 """Specification of loading a checkpoint (engine.loading)."""
 
+import ast
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,3 +160,39 @@ def test_a_hub_id_missing_from_the_cache_names_the_cache_and_the_download_comman
     message = str(raised.value)
     assert "not in the local hub cache" in message and str(tmp_path) in message
     assert "hf download example-org/not-downloaded" in message and "\n" not in message
+
+
+# No code from the Hub: transformers 5 "kernelizes" a model by default (use_kernels=None means
+# on), with layers fetched from the Hub on a GPU; a language server must never run those.
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_loaded_checkpoint_runs_no_hub_kernels(saved):
+    assert load(str(saved), device="cpu").model.use_kernels is False
+
+
+def test_the_loaded_baseline_runs_no_hub_kernels():
+    from engine.baseline.autoregressive import load_fim
+
+    assert load_fim(ROOT / "bench" / "fim_model", "cpu").model.use_kernels is False
+
+
+def _model_loads_without_use_kernels_false(path: Path) -> list[str]:
+    """`X.from_pretrained(...)` calls of a model class (not a tokenizer) that do not pass use_kernels=False."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "from_pretrained" and "Tokenizer" not in ast.unparse(node.func.value)):
+            continue
+        off = any(k.arg == "use_kernels" and isinstance(k.value, ast.Constant) and k.value.value is False
+                  for k in node.keywords)
+        if not off:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_every_model_load_in_the_project_turns_hub_kernels_off():
+    sources = [path for folder in ("engine", "lsp", "cli", "bench", "tests") for path in (ROOT / folder).rglob("*.py")
+               if not {"samples", "node_modules"} & set(path.parts)]  # samples: a half-typed file to complete
+    assert [hit for path in sources for hit in _model_loads_without_use_kernels_false(path)] == []

@@ -80,10 +80,24 @@ async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
 
 
 def test_tcp_address_parsing():
-    from cli.inputs import CliError
-    from cli.main import _tcp_address
+    from cli.inputs import CliError, tcp_address
 
-    assert _tcp_address("8765") == ("127.0.0.1", 8765)
-    assert _tcp_address("0.0.0.0:8765") == ("0.0.0.0", 8765)
-    with pytest.raises(CliError):
-        _tcp_address("localhost")
+    assert tcp_address("8765") == ("127.0.0.1", 8765)
+    assert tcp_address("0.0.0.0:8765") == ("0.0.0.0", 8765)
+    assert tcp_address("[::1]:0") == ("::1", 0)
+    for bad in ("localhost", "65536"):
+        with pytest.raises(CliError):
+            tcp_address(bad)
+
+
+@pytest.mark.asyncio
+async def test_stdio_is_accepted_as_most_clients_pass_it(tmp_path):
+    """VS Code's TransportKind.stdio, among others, appends --stdio to the server's command."""
+    client = recording_client()
+    await client.start_io(*serve_command(tmp_path / "no-such-model", tmp_path / "t.json", "--stdio"))
+    try:
+        result = await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"])))
+        assert result.capabilities.inline_completion_provider is not None
+        await client.shutdown_session()
+    finally:
+        await client.stop()

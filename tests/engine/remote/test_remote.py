@@ -25,8 +25,8 @@ from engine.remote.client import (
     clamped_canvas,
 )
 from engine.remote.settings import RemoteSettings
-from engine.repair.diffusion import Span
 from engine.repair.fixes import Fixer, Surroundings
+from engine.repair.spans import Span
 from engine.settings import EngineSettings
 
 PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
@@ -78,7 +78,7 @@ def test_fim_drafts_stream_then_one_closure_valid_final(fim_engine):
 def test_the_fim_answer_is_the_served_models_greedy_middle(openai_server, fim_engine):
     """What the server answers is the baseline's own greedy continuation of the same prompt."""
     tokenizer = AutoTokenizer.from_pretrained(openai_server.fim_model)
-    model = AutoModelForCausalLM.from_pretrained(openai_server.fim_model).eval()
+    model = AutoModelForCausalLM.from_pretrained(openai_server.fim_model, use_kernels=False).eval()
     before, after, middle = FIM_TOKENS
     prompt = tokenizer(f"{before}{PREFIX}{after}\n{middle}", return_tensors="pt")
     output = model.generate(**prompt, max_new_tokens=32, do_sample=False)

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from engine.repair import markdown_rules
-from engine.repair.diffusion import DiffusionRepairer, RepairSettings, Span, merge
+from engine.repair.diffusion import DiffusionRepairer, RepairSettings
 from engine.repair.fixes import (
     Candidate,
     Fixer,
@@ -25,6 +25,7 @@ from engine.repair.fixes import (
 )
 from engine.repair.jsonfix import added, comments, strip_jsonc, structural_repair
 from engine.repair.markdown_rules import fix, problems
+from engine.repair.spans import Span, merge
 
 
 @pytest.fixture(scope="module")

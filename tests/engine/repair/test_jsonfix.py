@@ -128,8 +128,14 @@ def test_jsonc_repair_keeps_comments_in_place_and_trailing_commas():
     assert json.loads(strip_jsonc(repaired)) == {"a": 1, "b": [1, 2], "c": True}
 
 
-def test_strict_json_repair_drops_comments():
-    assert structural_repair('[1, // one\n 2]') == "[1, \n 2]"
+@pytest.mark.parametrize(("text", "repaired"), [
+    ('[1, // one\n 2]', "[1,\n 2]"),  # no trailing space where the comment was
+    ('{"a": 1, /* why */ "b": 2}', '{"a": 1, "b": 2}'),
+    ('{\n  // who\n  "a": 1\n}', '{\n  "a": 1\n}'),  # no blank line where it stood alone
+    ('{\n  /* x */ "a": 1\n}', '{\n  "a": 1\n}'),
+])
+def test_strict_json_repair_drops_comments_with_the_blanks_they_leave(text, repaired):
+    assert structural_repair(text) == repaired
 
 
 # The damage jsonrepair's and json_repair's READMEs list, and what LLM replies wrap JSON in.
