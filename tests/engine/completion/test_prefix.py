@@ -10,8 +10,9 @@ LONG_FILE = "".join(f"value_{n} = compute(value_{n - 1}, {n})\n" for n in range(
 
 @pytest.fixture
 def encode(tiny_tokenizer, ids):
-    def encode(prefix, suffix="", max_prefix=MAX_PREFIX, suffix_tokens=SUFFIX_TOKENS, heal=True):
-        return encode_context(tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal)
+    def encode(prefix, suffix="", max_prefix=MAX_PREFIX, suffix_tokens=SUFFIX_TOKENS, heal=True, context_tokens=0):
+        return encode_context(tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal,
+                              context_tokens=context_tokens)
 
     return encode
 
@@ -97,6 +98,59 @@ def test_healing_a_one_word_file_leaves_bos_as_the_whole_prefix(encode, ids):
 
     assert context.prefix_ids == [ids.bos]
     assert context.healed == "x"
+
+
+# Context from further up the file
+
+CONTEXT_TOKENS = 32
+RELATED = "TARGET_SETTING = config(alpha)\n"
+FILLER = "".join(f"filler_{n} = {n}\n" for n in range(300))
+
+
+@pytest.mark.parametrize("prefix", ["x = 1\n", LONG_FILE, "word " * 300, RELATED + FILLER + "TARGET_SETTING."])
+def test_without_context_tokens_the_prefix_is_as_before(encode, tiny_tokenizer, ids, prefix):
+    default = encode_context(tiny_tokenizer, ids.bos, prefix, "", MAX_PREFIX, SUFFIX_TOKENS)
+
+    assert encode(prefix, context_tokens=0) == default
+
+
+def test_related_lines_from_further_up_come_before_the_window(encode, tiny_tokenizer):
+    prefix_ids = encode(RELATED + FILLER + "result = TARGET_SETTING.", context_tokens=CONTEXT_TOKENS).prefix_ids
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert prefix_ids[: len(related)] == related
+    assert len(related) <= CONTEXT_TOKENS
+
+
+def test_with_context_the_prefix_is_max_prefix_tokens_ending_at_the_cursor(encode, tiny_tokenizer):
+    prefix = RELATED + FILLER + "result = TARGET_SETTING."
+    prefix_ids = encode(prefix, context_tokens=CONTEXT_TOKENS).prefix_ids
+    window = prefix_ids[len(tiny_tokenizer.encode(RELATED, add_special_tokens=False)) :]
+
+    assert len(prefix_ids) == MAX_PREFIX
+    assert window == tiny_tokenizer.encode(prefix, add_special_tokens=False)[-len(window) :]
+
+
+def test_context_is_not_added_when_the_prefix_fits(encode):
+    prefix = RELATED + "result = TARGET_SETTING."
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS) == encode(prefix)
+
+
+def test_without_related_lines_the_window_is_as_before(encode):
+    prefix = RELATED + FILLER + "result = other_name("
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS) == encode(prefix)
+
+
+def test_healing_keeps_working_with_context(encode, tiny_tokenizer):
+    prefix = RELATED + FILLER + "result = TARGET_SETTING.confi"
+    context = encode(prefix, context_tokens=CONTEXT_TOKENS)
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert context.healed and prefix.endswith(context.healed)
+    assert context.prefix_ids[: len(related)] == related
+    assert prefix.endswith(tiny_tokenizer.decode(context.prefix_ids[len(related) :]) + context.healed)
 
 
 # The suffix head
