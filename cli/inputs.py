@@ -41,6 +41,10 @@ def positive_int(text: str) -> int:
     return _number(text, int, lambda value: value >= 1, "a positive integer")
 
 
+def non_negative_int(text: str) -> int:
+    return _number(text, int, lambda value: value >= 0, "an integer of 0 or more")
+
+
 def shape(text: str) -> tuple[int, int]:
     """LAYERSxWIDTH, e.g. 2x384: a width that is a multiple of 64 (the heads are 64 wide)."""
     layers, _, width = text.lower().partition("x")

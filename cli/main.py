@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 
 from bench.compare import add_arguments as add_bench_arguments
 from cli import remote
-from cli.inputs import CliError, Parser, non_negative_float, positive_float, positive_int, read_text, shape
+from cli.inputs import (
+    CliError,
+    Parser,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    read_text,
+    shape,
+)
 from engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -94,6 +103,9 @@ def _parser() -> argparse.ArgumentParser:
                        "(training and inference; batches draw a quarter, half or all of it)")
     train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, help="diffusion: CPU hours of "
                        "the encoder's autoregressive loss alone before the joint loss")
+    train.add_argument("--context-tokens", type=non_negative_int, default=0, metavar="N",
+                       help="of --max-prefix, tokens given to lines from further up the file that share names "
+                       "with the cursor's line (training and inference; default 0: none)")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
     train.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
@@ -204,6 +216,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.context_tokens >= args.max_prefix:
+        raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
     import torch
 
     from engine.tiny import TinyArchitecture
@@ -216,7 +230,8 @@ def _train(args: argparse.Namespace) -> int:
     run_dir, export = TRAIN_DEFAULTS[args.objective]
     p = args.max_prefix
     recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p,
-                  objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end))
+                  objective=ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
+                                            context_tokens=args.context_tokens))
     try:
         if args.objective == "fim":
             config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
