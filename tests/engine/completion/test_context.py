@@ -61,7 +61,7 @@ def test_a_name_inside_a_longer_name_is_not_shared():
 
 
 def test_only_the_text_nearest_the_window_is_searched():
-    far = "far = shared_name\n" + "filler\n" * (EARLIER_CHARS // 7)
+    far = "filler\n" * 10 + "far = shared_name\n" + "filler\n" * (EARLIER_CHARS // 7)
 
     assert related_lines(far + "near = shared_name\n", "shared_name", 1000) == "near = shared_name\n"
 

@@ -131,10 +131,25 @@ def test_with_context_the_prefix_is_max_prefix_tokens_ending_at_the_cursor(encod
     assert window == tiny_tokenizer.encode(prefix, add_special_tokens=False)[-len(window) :]
 
 
-def test_context_is_not_added_when_the_prefix_fits(encode):
-    prefix = RELATED + "result = TARGET_SETTING."
+def test_context_is_not_added_when_the_prefix_fits(encode, tiny_tokenizer):
+    def length(text):
+        return len(tiny_tokenizer.encode(text, add_special_tokens=False))
+
+    filler = ""
+    while length(RELATED + filler + "ab = 1\nx = TARGET_SETTING.") < MAX_PREFIX - 1:  # BOS takes one
+        filler += "ab = 1\n"
+    prefix = RELATED + filler + "x = TARGET_SETTING."
+    assert length(prefix) > MAX_PREFIX - CONTEXT_TOKENS + length(RELATED)  # the related line is whole before it
 
     assert encode(prefix, context_tokens=CONTEXT_TOKENS) == encode(prefix)
+
+
+def test_lines_are_chosen_from_before_the_shortest_window(encode, tiny_tokenizer):
+    """A related line inside the last max_prefix - context_tokens tokens is in the window already."""
+    prefix = RELATED + FILLER + "y = TARGET_SETTING\nz = 1\nx = TARGET_SETTING."
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS).prefix_ids[: len(related)] == related
 
 
 def test_without_related_lines_the_window_is_as_before(encode):
