@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, metavar="H",
                        help="diffusion: CPU hours of "
                        "the encoder's autoregressive loss alone before the joint loss")
+    train.add_argument("--context-tokens", type=non_negative_int, default=0, metavar="N",
+                       help="of --max-prefix, tokens given to lines from further up the file that share names "
+                       "with the cursor's line (training and inference; default 0: none)")
     train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
                        help="diffusion: gap slots after END out of the loss, or PAD targets")
     train.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
@@ -281,6 +284,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.context_tokens >= args.max_prefix:
+        raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
     import torch
 
     from engine.devices import pick_device
@@ -300,7 +305,8 @@ def _train(args: argparse.Namespace) -> int:
     run_dir, export = TRAIN_DEFAULTS[args.objective]
     p = args.max_prefix
     objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
-                                weighting=args.weighting, prefixes=args.prefixes or (192 if on_gpu else 12))
+                                weighting=args.weighting, context_tokens=args.context_tokens,
+                                prefixes=args.prefixes or (192 if on_gpu else 12))
     recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
                   learning_rate=args.learning_rate, warmup_steps=args.warmup_steps)
     try:

@@ -42,6 +42,7 @@ class FimSpec:
     max_prefix: int = 128  # prefix tokens
     suffix_head: int = 8  # suffix tokens after the cursor
     max_middle: int = 24  # insertion tokens at most, END not counted
+    context_tokens: int = 0  # of max_prefix, tokens given to related lines from further up (as CanvasSpec)
 
     def save(self, directory: Path) -> None:
         (directory / SPEC_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -159,7 +160,7 @@ class AutoregressiveEngine:
         `start_text` is unused: greedy decoding has nothing to warm-start."""
         spec, ids = self.loaded.spec, self.loaded.ids
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
-                                 spec.max_prefix, spec.suffix_head)
+                                 spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
         options = self._generate_options(context, len(prompt), request.prefix)

@@ -27,6 +27,8 @@ class CanvasSpec:
     gap_slots: int = 24  # default slots for one gap; more than most insertions need
     suffix_head: int = 8  # known suffix tokens clamped after the gap
     max_prefix: int = 128  # encoder context, in tokens
+    # of max_prefix, tokens given to related lines from further up (engine.completion.context); 0: none
+    context_tokens: int = 0
 
     def save(self, directory: Path) -> None:
         (directory / SPEC_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")

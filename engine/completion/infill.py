@@ -106,7 +106,7 @@ class InfillEngine:
             start_text = typed_along(self._previous, request.prefix)
         spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
-                                 spec.max_prefix, spec.suffix_head)
+                                 spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
         started = time.perf_counter()
         cache = self.prefix_cache.encode(model, context.prefix_ids)
         prefill_ms = (time.perf_counter() - started) * 1000

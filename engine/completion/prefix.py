@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from engine.completion.context import context_ids
+
 CHARS_PER_TOKEN_BOUND = 8  # generous: the character window always holds max_prefix tokens
 WINDOW_ALIGN = 32  # the window start moves in whole chunks so the KV cache stays reusable
 
@@ -29,13 +31,28 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+def _with_context(tokenizer, prefix: str, start: int, ids: list[int], max_prefix: int,
+                  context_tokens: int) -> list[int] | None:
+    """[lines from further up that relate to the cursor's line] + the window's last tokens,
+    `max_prefix` in all, as training builds them (`BatchMaker.prefix`); None when no line relates.
+    The lines are chosen from the text before the shortest window, `max_prefix - context_tokens`."""
+    shortest = max_prefix - context_tokens
+    body = ids[1:] if start == 0 else ids  # without BOS
+    earlier = prefix[:start] + tokenizer.decode(body[: len(body) - shortest])
+    context = context_ids(tokenizer, earlier, prefix[prefix.rfind("\n") + 1 :], context_tokens)
+    return [*context, *ids[len(ids) - (max_prefix - len(context)) :]] if context else None
+
+
 def encode_context(tokenizer, bos_id: int, prefix: str, suffix: str, max_prefix: int, suffix_tokens: int,
-                   heal: bool = True) -> EncodedContext:
+                   heal: bool = True, context_tokens: int = 0) -> EncodedContext:
     """Token ids for the prefix (at most `max_prefix`) and the suffix head.
 
     When the cursor sits inside a word, the last prefix token is taken back and its text
     becomes `healed`: the model then chooses a token that continues the word, instead of
     being stuck after a token boundary that a whole word would never have.
+
+    With `context_tokens`, a prefix that does not fit gives up to that many of its tokens to
+    lines from further up that share identifiers with the cursor's line (`context.py`).
     """
     start = _window_start(prefix, max_prefix * CHARS_PER_TOKEN_BOUND)
     ids = tokenizer.encode(prefix[start:], add_special_tokens=False)
@@ -48,8 +65,9 @@ def encode_context(tokenizer, bos_id: int, prefix: str, suffix: str, max_prefix:
             healed, ids = last, ids[:-1]
     overflow = len(ids) - max_prefix
     if overflow > 0:
+        related = _with_context(tokenizer, prefix, start, ids, max_prefix, context_tokens) if context_tokens else None
         drop = -(-overflow // WINDOW_ALIGN) * WINDOW_ALIGN
-        ids = ids[min(drop, len(ids) - 1) :]
+        ids = related or ids[min(drop, len(ids) - 1) :]
     suffix_ids = tokenizer.encode(suffix[: suffix_tokens * CHARS_PER_TOKEN_BOUND], add_special_tokens=False)
     return EncodedContext(ids, healed, suffix_ids[:suffix_tokens])
 

@@ -79,7 +79,7 @@ class DiffusionRepairer:
         known_texts.append(text[cursor:])
         segments.append(self._encode(text[cursor:]))
         context = encode_context(self.loaded.tokenizer, ids.bos, before, after, spec.max_prefix,
-                                 spec.suffix_head, heal=False)
+                                 spec.suffix_head, heal=False, context_tokens=spec.context_tokens)
         segments.append(canvas_layout.suffix_head(context.suffix_ids, spec.suffix_head, ids))
         layout = canvas_layout.build(segments, ids.mask)
         if len(layout) > self.settings.max_canvas:

@@ -59,7 +59,7 @@ class FimBatchMaker(BatchMaker):
     def example(self, tokens: np.ndarray, start: int, prefix_length: int) -> list[int]:
         c = self.config
         length = self.insertion_length(tokens, start)
-        prefix = tokens[start - prefix_length : start].tolist()
+        prefix = self.prefix(tokens, start, prefix_length).tolist()
         suffix = tokens[start + length : start + length + c.suffix_head].tolist()
         middle = tokens[start : start + length].tolist()
         return fim_prompt(prefix, suffix, self.fim_ids) + middle + [self.fim_ids.end]

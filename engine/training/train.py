@@ -189,7 +189,7 @@ class Trainer:
         return tokenizer
 
     def _make_batches(self, streams: objective.Streams, rng: np.random.Generator):
-        return objective.BatchMaker(streams, self.ids, self.config.objective, rng)
+        return objective.BatchMaker(streams, self.ids, self.config.objective, rng, tokenizer=self.tokenizer)
 
     def _make_model(self, init_from: Path | None) -> torch.nn.Module:
         if init_from is not None:
@@ -262,7 +262,7 @@ class Trainer:
     def _loaded(self) -> LoadedModel:
         c = self.config
         spec = CanvasSpec(noise=c.noise, gap_slots=c.objective.gap_slots, suffix_head=c.objective.suffix_head,
-                          max_prefix=c.max_prefix)
+                          max_prefix=c.max_prefix, context_tokens=c.objective.context_tokens)
         return LoadedModel(self.model, self.tokenizer, spec, self.ids, "training")
 
     def run_probes(self) -> dict:
@@ -360,7 +360,7 @@ class FimTrainer(Trainer):
         return tokenizer
 
     def _make_batches(self, streams: objective.Streams, rng: np.random.Generator):
-        return fim.FimBatchMaker(streams, self.ids, self.config.objective, rng,
+        return fim.FimBatchMaker(streams, self.ids, self.config.objective, rng, tokenizer=self.tokenizer,
                                  fim_ids=FimIds.from_tokenizer(self.tokenizer))
 
     def _make_model(self, init_from: Path | None) -> torch.nn.Module:
@@ -372,7 +372,8 @@ class FimTrainer(Trainer):
         return fim.loss(self.model, self._next_batch())
 
     def _fim_model(self) -> FimModel:
-        spec = FimSpec(self.config.max_prefix, self.config.objective.suffix_head, self.config.objective.gap_slots)
+        c = self.config
+        spec = FimSpec(c.max_prefix, c.objective.suffix_head, c.objective.gap_slots, c.objective.context_tokens)
         return FimModel(self.model, self.tokenizer, spec, FimIds.from_tokenizer(self.tokenizer), "training")
 
     def _probe_engine(self):

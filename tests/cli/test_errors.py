@@ -87,6 +87,17 @@ def test_help_and_bad_arguments_answer_before_torch_is_imported(args):
     assert done.stdout.strip().splitlines()[-1] == "False False", done.stderr
 
 
+@pytest.mark.parametrize("value", ["-1", "many"])
+def test_training_context_tokens_must_be_a_count(console_script, value):
+    assert_one_line_error(run_cli(console_script, "train", "--context-tokens", value), "--context-tokens", repr(value))
+
+
+def test_training_context_tokens_must_leave_room_for_the_window(console_script):
+    done = run_cli(console_script, "train", "--max-prefix", "64", "--context-tokens", "64")
+
+    assert_one_line_error(done, "--context-tokens (64) must be below --max-prefix (64)")
+
+
 @pytest.mark.parametrize("value", ["2x100", "wide", "0x256"])
 def test_a_training_shape_must_be_layers_by_a_multiple_of_64(console_script, value):
     assert_one_line_error(run_cli(console_script, "train", "--shape", value), "--shape", repr(value))

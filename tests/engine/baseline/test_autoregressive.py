@@ -3,10 +3,12 @@ closure rule as the diffusion engine, one token per forward pass, greedy."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
-from engine.baseline.autoregressive import AutoregressiveEngine, fim_prompt
+from engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt
 from engine.completion.prefix import encode_context
 from engine.drafts import InfillRequest
 from engine.settings import EngineSettings
@@ -41,6 +43,37 @@ def test_one_draft_per_forward_pass_then_one_final(engine):
 def test_decoding_is_greedy_so_the_same_request_gives_the_same_text(engine):
     request = InfillRequest("import os\nprint(os.", ")\n", "python")
     assert list(engine.complete(request))[-1].text == list(engine.complete(request))[-1].text
+
+
+def test_the_spec_round_trips_its_context_tokens(tmp_path):
+    FimSpec(context_tokens=32).save(tmp_path)
+
+    assert FimSpec.load(tmp_path).context_tokens == 32
+
+
+def test_a_spec_saved_before_context_tokens_loads_with_none(tmp_path):
+    (tmp_path / "fim.json").write_text('{"max_prefix": 128, "suffix_head": 8, "max_middle": 24}')
+
+    assert FimSpec.load(tmp_path).context_tokens == 0
+
+
+def test_the_prompt_holds_the_context_lines_the_spec_asks_for(tiny_fim):
+    prefix = "TARGET_SETTING = 1\n" + "".join(f"filler_{n} = {n}\n" for n in range(300)) + "x = TARGET_SETTING"
+    loaded = dataclasses.replace(tiny_fim, spec=dataclasses.replace(tiny_fim.spec, context_tokens=32))
+    prompts = []
+    hook = loaded.model.register_forward_pre_hook(lambda _module, _args, kwargs: prompts.append(kwargs["input_ids"]),
+                                                  with_kwargs=True)
+    try:
+        next(AutoregressiveEngine(loaded, EngineSettings()).complete(InfillRequest(prefix, "\n", "python")))
+    finally:
+        hook.remove()
+    ids, spec = loaded.ids, loaded.spec
+    context = encode_context(loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix, spec.suffix_head,
+                             context_tokens=32)
+
+    assert context.prefix_ids != encode_context(loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix,
+                                                spec.suffix_head).prefix_ids
+    assert prompts[0][0].tolist() == fim_prompt(context.prefix_ids, context.suffix_ids, ids)
 
 
 def test_the_first_token_is_the_argmax_of_the_fim_prompt(tiny_fim, engine):

@@ -150,6 +150,18 @@ def test_canvas_spec_round_trips_through_its_file(tmp_path):
     assert CanvasSpec.load(tmp_path) == spec
 
 
+def test_canvas_spec_round_trips_its_context_tokens(tmp_path):
+    CanvasSpec(context_tokens=32).save(tmp_path)
+
+    assert CanvasSpec.load(tmp_path).context_tokens == 32
+
+
+def test_a_canvas_spec_saved_before_context_tokens_loads_with_none(tmp_path):
+    (tmp_path / "infill.json").write_text('{"noise": "mask", "gap_slots": 24, "suffix_head": 8, "max_prefix": 128}')
+
+    assert CanvasSpec.load(tmp_path).context_tokens == 0
+
+
 def test_canvas_spec_is_none_for_a_checkpoint_without_one(tmp_path):
     assert CanvasSpec.load(tmp_path) is None
 

@@ -1,5 +1,6 @@
 """Specification of one inline completion (engine.completion.infill): prefix cache, drafts, closure."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -8,6 +9,7 @@ import torch
 from engine import closure
 from engine.completion import canvas as canvas_layout
 from engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache, typed_along
+from engine.completion.prefix import encode_context
 from engine.completion.sampler import DenoiseSettings
 from engine.loading import LoadedModel
 from engine.settings import EngineSettings
@@ -156,6 +158,20 @@ def test_consecutive_requests_at_a_growing_cursor_reuse_the_prefix(tiny_loaded):
     complete(engine, "def area(width, height):\n    return ", "")
 
     assert engine.prefix_cache.reused_tokens > 0
+
+
+def test_the_encoder_reads_the_context_lines_the_spec_asks_for(tiny_loaded):
+    prefix = "TARGET_SETTING = 1\n" + "".join(f"filler_{n} = {n}\n" for n in range(300)) + "x = TARGET_SETTING"
+    spec = dataclasses.replace(tiny_loaded.spec, context_tokens=32)
+    engine = engine_for(dataclasses.replace(tiny_loaded, spec=spec), denoise=DenoiseSettings(max_steps=1))
+    complete(engine, prefix, "")
+    ids = tiny_loaded.ids
+    context = encode_context(tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix, spec.suffix_head,
+                             context_tokens=32)
+
+    assert engine.prefix_cache.ids == context.prefix_ids
+    assert context.prefix_ids != encode_context(tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix,
+                                                spec.suffix_head).prefix_ids
 
 
 # Drafts

@@ -10,8 +10,9 @@ LONG_FILE = "".join(f"value_{n} = compute(value_{n - 1}, {n})\n" for n in range(
 
 @pytest.fixture
 def encode(tiny_tokenizer, ids):
-    def encode(prefix, suffix="", max_prefix=MAX_PREFIX, suffix_tokens=SUFFIX_TOKENS, heal=True):
-        return encode_context(tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal)
+    def encode(prefix, suffix="", max_prefix=MAX_PREFIX, suffix_tokens=SUFFIX_TOKENS, heal=True, context_tokens=0):
+        return encode_context(tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal,
+                              context_tokens=context_tokens)
 
     return encode
 
@@ -97,6 +98,74 @@ def test_healing_a_one_word_file_leaves_bos_as_the_whole_prefix(encode, ids):
 
     assert context.prefix_ids == [ids.bos]
     assert context.healed == "x"
+
+
+# Context from further up the file
+
+CONTEXT_TOKENS = 32
+RELATED = "TARGET_SETTING = config(alpha)\n"
+FILLER = "".join(f"filler_{n} = {n}\n" for n in range(300))
+
+
+@pytest.mark.parametrize("prefix", ["x = 1\n", LONG_FILE, "word " * 300, RELATED + FILLER + "TARGET_SETTING."])
+def test_without_context_tokens_the_prefix_is_as_before(encode, tiny_tokenizer, ids, prefix):
+    default = encode_context(tiny_tokenizer, ids.bos, prefix, "", MAX_PREFIX, SUFFIX_TOKENS)
+
+    assert encode(prefix, context_tokens=0) == default
+
+
+def test_related_lines_from_further_up_come_before_the_window(encode, tiny_tokenizer):
+    prefix_ids = encode(RELATED + FILLER + "result = TARGET_SETTING.", context_tokens=CONTEXT_TOKENS).prefix_ids
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert prefix_ids[: len(related)] == related
+    assert len(related) <= CONTEXT_TOKENS
+
+
+def test_with_context_the_prefix_is_max_prefix_tokens_ending_at_the_cursor(encode, tiny_tokenizer):
+    prefix = RELATED + FILLER + "result = TARGET_SETTING."
+    prefix_ids = encode(prefix, context_tokens=CONTEXT_TOKENS).prefix_ids
+    window = prefix_ids[len(tiny_tokenizer.encode(RELATED, add_special_tokens=False)) :]
+
+    assert len(prefix_ids) == MAX_PREFIX
+    assert window == tiny_tokenizer.encode(prefix, add_special_tokens=False)[-len(window) :]
+
+
+def test_context_is_not_added_when_the_prefix_fits(encode, tiny_tokenizer):
+    def length(text):
+        return len(tiny_tokenizer.encode(text, add_special_tokens=False))
+
+    filler = ""
+    while length(RELATED + filler + "ab = 1\nx = TARGET_SETTING.") < MAX_PREFIX - 1:  # BOS takes one
+        filler += "ab = 1\n"
+    prefix = RELATED + filler + "x = TARGET_SETTING."
+    assert length(prefix) > MAX_PREFIX - CONTEXT_TOKENS + length(RELATED)  # the related line is whole before it
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS) == encode(prefix)
+
+
+def test_lines_are_chosen_from_before_the_shortest_window(encode, tiny_tokenizer):
+    """A related line inside the last max_prefix - context_tokens tokens is in the window already."""
+    prefix = RELATED + FILLER + "y = TARGET_SETTING\nz = 1\nx = TARGET_SETTING."
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS).prefix_ids[: len(related)] == related
+
+
+def test_without_related_lines_the_window_is_as_before(encode):
+    prefix = RELATED + FILLER + "result = other_name("
+
+    assert encode(prefix, context_tokens=CONTEXT_TOKENS) == encode(prefix)
+
+
+def test_healing_keeps_working_with_context(encode, tiny_tokenizer):
+    prefix = RELATED + FILLER + "result = TARGET_SETTING.confi"
+    context = encode(prefix, context_tokens=CONTEXT_TOKENS)
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert context.healed and prefix.endswith(context.healed)
+    assert context.prefix_ids[: len(related)] == related
+    assert prefix.endswith(tiny_tokenizer.decode(context.prefix_ids[len(related) :]) + context.healed)
 
 
 # The suffix head

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from engine.completion.prefix import encode_context
 from engine.training import objective
 from engine.training.objective import IGNORE, BatchMaker, ObjectiveConfig, Streams, noise_canvas
 from engine.training.train import _tokenize
@@ -167,6 +168,84 @@ def test_canvas_continues_the_text_right_after_its_prefix(batches, streams, ids)
                 assert text == stream[start : start + len(text)].tolist()
                 checked += 1
     assert checked > 0
+
+
+# Context from further up the document
+
+RELATED = "TARGET_SETTING = config(alpha)\n"
+FILLER = "".join(f"filler_{n} = {n}\n" for n in range(100))
+CURSOR_LINE = "result = TARGET_SETTING"
+CONTEXT_CONFIG = ObjectiveConfig(**{**CONFIG.__dict__, "prefix_lengths": (64,), "context_tokens": 32})
+
+
+def context_maker(tokenizer, ids, documents, config=CONTEXT_CONFIG):
+    """A BatchMaker over `documents` and the stream with the cursor after the last one."""
+    newline = np.array(["Ċ" in token for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))])
+    tokenized = [tokenizer.encode(text, add_special_tokens=False) for text in documents]
+    streams = Streams({"python": tokenized}, ids, newline)
+    stream = streams.streams["python"]
+    return BatchMaker(streams, ids, config, np.random.default_rng(0), tokenizer=tokenizer), stream, len(stream) - 1
+
+
+def test_training_prefix_puts_related_lines_of_the_document_before_the_window(tiny_tokenizer, ids):
+    maker, stream, cursor = context_maker(tiny_tokenizer, ids, [RELATED + FILLER + CURSOR_LINE])
+    prefix = maker.prefix(stream, cursor, 64).tolist()
+    related = tiny_tokenizer.encode(RELATED, add_special_tokens=False)
+
+    assert len(prefix) == 64
+    assert prefix[: len(related)] == related
+    assert prefix[len(related) :] == stream[cursor - 64 + len(related) : cursor].tolist()
+
+
+def test_training_prefix_takes_no_lines_from_another_document(tiny_tokenizer, ids):
+    maker, stream, cursor = context_maker(tiny_tokenizer, ids, [RELATED, FILLER + CURSOR_LINE])
+
+    assert maker.prefix(stream, cursor, 64).tolist() == stream[cursor - 64 : cursor].tolist()
+
+
+def test_training_prefix_is_the_window_when_nothing_relates(tiny_tokenizer, ids):
+    maker, stream, cursor = context_maker(tiny_tokenizer, ids, [RELATED + FILLER + "result = other_name"])
+
+    assert maker.prefix(stream, cursor, 64).tolist() == stream[cursor - 64 : cursor].tolist()
+
+
+def test_training_prefix_matches_the_inference_prefix(tiny_tokenizer, ids):
+    """The same document, the cursor at a token boundary: training and inference read the same ids."""
+    text = RELATED + FILLER + CURSOR_LINE
+    maker, stream, cursor = context_maker(tiny_tokenizer, ids, [text])
+    inference = encode_context(tiny_tokenizer, ids.bos, text, "", 64, 4, heal=False, context_tokens=32)
+
+    assert maker.prefix(stream, cursor, 64).tolist() == inference.prefix_ids
+
+
+def test_training_prefixes_with_context_are_exactly_the_drawn_length(streams, tiny_tokenizer, ids):
+    config = ObjectiveConfig(**{**CONFIG.__dict__, "prefix_lengths": (32, 64), "context_tokens": 32})
+    maker = BatchMaker(streams, ids, config, np.random.default_rng(0), tokenizer=tiny_tokenizer)
+    for _ in range(4):
+        assert maker.make().prefix.shape[1] in config.prefix_lengths
+
+
+def test_some_training_prefixes_hold_context_on_real_files(streams, tiny_tokenizer, ids):
+    config = ObjectiveConfig(**{**CONTEXT_CONFIG.__dict__, "prefixes": 24})
+    with_context = BatchMaker(streams, ids, config, np.random.default_rng(0), tokenizer=tiny_tokenizer).make()
+    without = BatchMaker(streams, ids, ObjectiveConfig(**{**config.__dict__, "context_tokens": 0}),
+                         np.random.default_rng(0)).make()
+
+    changed = (with_context.prefix != without.prefix).any(dim=1)
+    assert 0 < changed.sum() < len(changed)
+    assert torch.equal(with_context.canvas, without.canvas)
+
+
+def test_training_prefixes_without_context_tokens_are_the_window(streams, tiny_tokenizer, ids):
+    maker = BatchMaker(streams, ids, CONFIG, np.random.default_rng(0), tokenizer=tiny_tokenizer)
+    tokens = streams.streams["python"]
+
+    assert maker.prefix(tokens, 5000, 24).tolist() == tokens[5000 - 24 : 5000].tolist()
+
+
+def test_context_tokens_need_the_tokenizer(streams, ids):
+    with pytest.raises(ValueError, match="tokenizer"):
+        BatchMaker(streams, ids, CONTEXT_CONFIG, np.random.default_rng(0))
 
 
 # Noising
