@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Training arms side by side on one CUDA GPU, each for the same wall time, with the project's own
 # `diffusion-infill train --device cuda` (docs/training.md). Runs from the repository root on the GPU
-# machine; what a run needs beside the checkout: wheels in .whl/ when that machine's transformers is
-# older than this project needs, and the PyPI token stream as .gpu/python.u16.xz. Each arm's weights
+# machine; what a run needs beside the checkout: wheels in .whl/ when that machine's transformers has
+# no DiffusionGemma, and the PyPI token stream as .gpu/python.u16.xz. Each arm's weights
 # come back as float16 safetensors in $OUT (at most 16 MiB a file), logs and recipes in $OUT/logs.tgz.
 #   MINUTES=7 ARMS="name:objective:corpus:weighting[:context] ..." bash scripts/gpu_train.sh
 set -euo pipefail
 OUT=${OUT:?the folder whose files come back}
 MINUTES=${MINUTES:-7}
 W=$(mktemp -d)
-if compgen -G ".whl/*.whl" >/dev/null; then
+if ! python3 -c "from transformers import DiffusionGemmaForBlockDiffusion" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$W/site" .whl/*.whl
   export PYTHONPATH="$W/site"
 fi
@@ -18,7 +18,7 @@ fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 USE_HUB_KERNELS=NO
 mkdir -p runs/pypi-corpus
 [ -f .gpu/python.u16.xz ] && xz -dc .gpu/python.u16.xz > runs/pypi-corpus/python.u16
-python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.get_device_name(0))"
+python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else \"no CUDA\")"
 DEVICE=${DEVICE:-cuda}
 for arm in ${ARMS:?name:objective:corpus:weighting[:context] ...}; do
   IFS=: read -r name kind corpus weighting context <<<"$arm"
