@@ -308,7 +308,8 @@ def _train(args: argparse.Namespace) -> int:
                                 weighting=args.weighting, context_tokens=args.context_tokens,
                                 prefixes=args.prefixes or (192 if on_gpu else 12))
     recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
-                  learning_rate=args.learning_rate, warmup_steps=args.warmup_steps)
+                  learning_rate=args.learning_rate, warmup_steps=args.warmup_steps,
+                  probes=0 if on_gpu else TrainConfig.probes)  # the probe engine runs on the CPU only
     try:
         if args.objective == "fim":
             config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)

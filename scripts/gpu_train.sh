@@ -9,7 +9,7 @@ set -euo pipefail
 OUT=${OUT:?the folder whose files come back}
 MINUTES=${MINUTES:-7}
 W=$(mktemp -d)
-if ! python3 -c "from transformers import DiffusionGemmaForBlockDiffusion" 2>/dev/null; then
+if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$W/site" .whl/*.whl
   export PYTHONPATH="$W/site"
 fi
