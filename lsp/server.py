@@ -104,6 +104,8 @@ class InfillServer(LanguageServer):
         self.fixes.clear()
         self.unreachable = False
         if remote is not None:
+            # a setting may have chosen where code goes: whoever reads the log can see where
+            log.warning("engine openai: the text around the cursor is sent to %s", remote.url or "(no url)")
             self.loading = self.worker.connect(remote, settings.engine_settings())
         else:
             self.loading = self.worker.load(settings.model, settings.device, settings.dtype,

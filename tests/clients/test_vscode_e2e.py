@@ -16,9 +16,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from openai_servers import SilentServer
 from test_nvim import CODE, CURSORS
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
@@ -41,29 +44,41 @@ SETTINGS = {
     "diffusionInfill.quietAfter": "",
     "diffusionInfill.minConfidence": 0,  # and offers its completion, however unsure (the gate: test_lsp_confidence)
 }
+# Workspace Trust on, and a folder opened without being trusted: Restricted Mode, no prompt.
+UNTRUSTED = {"security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never"}
 
 
-@pytest.fixture(scope="module")
-def code_server(model_dir, tmp_path_factory):
-    """code-server with the .vsix installed and the server command set; yields (url, folders)."""
+def needs_code_server() -> str:
+    """node, or a skip saying what is missing."""
     node = shutil.which("node")
     if node is None or not CODE_SERVER.exists() or not shutil.which("chromium"):
         pytest.skip("needs clients/vscode/e2e/install.sh (code-server, playwright-core, chromium)")
     if not VSIX.exists():
         pytest.skip("clients/vscode is not packaged: npm ci && npm run package")
-    root = tmp_path_factory.mktemp("vscode")
+    return node
+
+
+@contextmanager
+def serving(root: Path, server: list[str], trusted: bool = True) -> Iterator[str]:
+    """code-server on `root`/workspace with the .vsix installed; yields the URL that opens it. The
+    server command is a machine setting (package.json): code-server reads it from the remote
+    machine's settings (Machine/settings.json), not the user's."""
+    node = needs_code_server()
     workspace, data, extensions = root / "workspace", root / "data", root / "extensions"
     (data / "User").mkdir(parents=True)
-    workspace.mkdir()
-    server = [sys.executable, "-m", "cli.main", "serve", "--model", str(model_dir), "--telemetry", str(root / "t.json")]
-    (data / "User" / "settings.json").write_text(json.dumps({**SETTINGS, "diffusionInfill.server.command": server}))
+    (data / "Machine").mkdir(parents=True)
+    workspace.mkdir(exist_ok=True)
+    trust = {} if trusted else UNTRUSTED
+    (data / "User" / "settings.json").write_text(json.dumps({**SETTINGS, **trust}))
+    (data / "Machine" / "settings.json").write_text(json.dumps({"diffusionInfill.server.command": server}))
     env = {**os.environ, "XDG_CONFIG_HOME": str(root / "config"), "XDG_DATA_HOME": str(root / "share")}
     base = [node, str(CODE_SERVER), "--extensions-dir", str(extensions), "--user-data-dir", str(data)]
     subprocess.run([*base, "--install-extension", str(VSIX)], env=env, check=True, capture_output=True, timeout=300)
     log = root / "code-server.log"
+    flags = ["--disable-workspace-trust"] if trusted else []
     with log.open("w") as output:
         process = subprocess.Popen([*base, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry",
-                                    "--disable-update-check", "--disable-workspace-trust", str(workspace)],
+                                    "--disable-update-check", *flags, str(workspace)],
                                    env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -72,10 +87,34 @@ def code_server(model_dir, tmp_path_factory):
                 log.read_text()
             time.sleep(0.2)
         url = listening.group(1)
-        yield f"{url.rstrip('/')}/?folder={workspace}", root, workspace
+        yield f"{url.rstrip('/')}/?folder={workspace}"
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # code-server and the processes it started
         process.wait(timeout=30)
+
+
+def serve_command(model_dir: Path, root: Path) -> list[str]:
+    return [sys.executable, "-m", "cli.main", "serve", "--model", str(model_dir), "--telemetry", str(root / "t.json")]
+
+
+def run_in_browser(root: Path, config: dict) -> dict:
+    """clients/vscode/e2e/run.js with `config`: its result, or a failure with its output."""
+    config = {**config, "failureScreenshot": str(root / "failure.png")}
+    (root / "run.json").write_text(json.dumps(config))
+    run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
+                         text=True, timeout=RUN_TIMEOUT)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert run.returncode == 0 and "error" not in result, f"{run.stdout}{run.stderr}(screen: {root / 'failure.png'})"
+    return result
+
+
+@pytest.fixture(scope="module")
+def code_server(model_dir, tmp_path_factory):
+    """code-server with the .vsix installed and the server command set; yields (url, root, workspace)."""
+    needs_code_server()
+    root = tmp_path_factory.mktemp("vscode")
+    with serving(root, serve_command(model_dir, root)) as url:
+        yield url, root, root / "workspace"
 
 
 def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_server):
@@ -83,13 +122,9 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     (workspace / "sample.py").write_text(CODE)
     (workspace / "broken.json").write_text(BROKEN)
     IMAGE.parent.mkdir(parents=True, exist_ok=True)
-    config = {"url": url, "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
-              "json": {"file": "broken.json"}, "screenshot": str(IMAGE), "failureScreenshot": str(root / "failure.png")}
-    (root / "run.json").write_text(json.dumps(config))
-    run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
-                         text=True, timeout=RUN_TIMEOUT)
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert run.returncode == 0 and "error" not in result, f"{run.stdout}{run.stderr}(screen: {root / 'failure.png'})"
+    result = run_in_browser(root, {
+        "url": url, "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
+        "json": {"file": "broken.json"}, "screenshot": str(IMAGE)})
     suggestion = result["suggestion"]
     assert suggestion, f"none of {len(CURSORS)} mid-line cursors got an inline suggestion"
     lines = CODE.split("\n")
@@ -102,3 +137,29 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     assert fixed == {"name": "shapes", "sides": 4, "closed": True}
     log = next((root / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert "ignored settings" not in log, log  # the extension sends the server only the server's settings
+
+
+def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowhere(model_dir, tmp_path):
+    """A cloned repository's .vscode/settings.json names a command that would create a marker file
+    and sends code to a local listener; opened untrusted, the real server runs, answers from the
+    local model, and nothing reaches the listener."""
+    needs_code_server()
+    listener = SilentServer()
+    marker = tmp_path / "the-workspace-command-ran"
+    workspace = tmp_path / "workspace"
+    (workspace / ".vscode").mkdir(parents=True)
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps({
+        "diffusionInfill.server.command": ["touch", str(marker)],
+        "diffusionInfill.engine": "openai", "diffusionInfill.url": listener.url, "diffusionInfill.model": "served"}))
+    (workspace / "sample.py").write_text(CODE)
+    try:
+        with serving(tmp_path, serve_command(model_dir, tmp_path), trusted=False) as url:
+            result = run_in_browser(tmp_path, {"url": url, "python": {
+                "file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS}})
+        assert not marker.exists(), "the workspace's server.command ran"
+        assert listener.requests.empty(), "code was sent to the workspace's URL"
+        assert result["suggestion"], "the real server did not answer: no inline suggestion"
+        log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+        assert "model ready" in log and listener.url not in log, log  # the local model, no remote engine
+    finally:
+        listener.close()

@@ -231,6 +231,22 @@ def test_document_text_is_logged_only_with_v(default_server, tiny_model_dir, tmp
         assert verbose.stop() == 0
 
 
+def test_the_log_says_where_code_is_sent_once_the_engine_changes_to_openai(tiny_model_dir, tmp_path):
+    server = start_server(tiny_model_dir, tmp_path)
+    remote = Listener()
+    try:
+        complete_after_load(server)  # the local engine: nothing is sent anywhere
+        assert remote.url not in server.log and "sent to" not in server.log
+        server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {
+            "engine": "openai", "url": f"{remote.url}/v1", "model": "served"}}})
+        log = server.wait_for_log(f"{remote.url}/v1", 1)
+        line = next(line for line in log.splitlines() if remote.url in line)  # before the engine connects
+        assert " WARNING " in line and "sent to" in line, line
+    finally:
+        remote.close()
+        assert server.stop() == 0
+
+
 # TCP
 
 

@@ -3,8 +3,8 @@
 // code-server and checks the files and counts this leaves behind:
 //   node run.js CONFIG.json
 // CONFIG: { url, python: { file, cursors: [[line, character], ...] }, json: { file }, screenshot }
-// (0-based cursors, each after a character that is typed again there). Prints one JSON line:
-// { suggestion: { line, character, text }, json: { fixed } } or { error }.
+// (0-based cursors, each after a character that is typed again there; json and screenshot are
+// optional). Prints one JSON line: { suggestion: { line, character, text }, json: { fixed } } or { error }.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 const { browserPath } = require('./browser');
@@ -106,7 +106,9 @@ async function main(configPath) {
     await openFile(page, config.python.file);
     try {
       const result = { suggestion: await suggestion(page, config, lines) };
-      result.json = await fixJson(page, config);
+      if (config.json) {
+        result.json = await fixJson(page, config);
+      }
       console.log(JSON.stringify(result));
     } catch (error) {
       if (config.failureScreenshot) {

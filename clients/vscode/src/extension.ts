@@ -6,28 +6,59 @@ import {
   DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, ServerOptions,
 } from 'vscode-languageclient/node';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
+import { allowedSection, userValue, workspaceDestination } from './trust';
 
 const SECTION = 'diffusionInfill';
 const LANGUAGES = ['python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown'];
+const ALLOWED_URLS = 'diffusionInfill.allowedUrls';  // globalState: the user's answer per URL
 let client: LanguageClient | undefined;
+
+/** Whether the user lets a workspace send code to `url`: asked once, the answer remembered. */
+async function mayReceiveCode(context: vscode.ExtensionContext, url: string): Promise<boolean> {
+  const answers = context.globalState.get<Record<string, boolean>>(ALLOWED_URLS, {});
+  if (url in answers) {
+    return answers[url];
+  }
+  const allow = 'Allow', deny = "Don't Allow";
+  const answer = await vscode.window.showWarningMessage(
+    `This workspace's settings send the code around your cursor to ${url}. Allow it?`,
+    { modal: true, detail: 'diffusion-infill remembers the answer for this URL.' }, allow, deny);
+  if (answer === undefined) {
+    return false;  // dismissed: no answer to remember, asked again next time
+  }
+  await context.globalState.update(ALLOWED_URLS, { ...answers, [url]: answer === allow });
+  return answer === allow;
+}
+
+/** The settings the server gets: the workspace's engine, url and model only when it is trusted and,
+ * when they send code to a URL of their own, the user allowed that URL. */
+async function settingsForServer(context: vscode.ExtensionContext): Promise<Record<string, unknown>> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const inspect = (key: string) => config.inspect(key);
+  let section = allowedSection(config as unknown as Record<string, unknown>, inspect, vscode.workspace.isTrusted);
+  const url = workspaceDestination(section, inspect);
+  if (url !== undefined && !(await mayReceiveCode(context, url))) {
+    section = allowedSection(section, inspect, false);
+  }
+  return serverSettings(section);
+}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
-  const [command, ...args] = config.get<string[]>('server.command', ['diffusion-infill', 'serve']);
+  // the user's or the machine's command, never a workspace's (package.json: scope machine)
+  const [command, ...args] = userValue(config.inspect<string[]>('server.command')) as string[];
   // stdio without `transport`: TransportKind.stdio would add a `--stdio` argument the server rejects
   const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
-    initializationOptions: { [SECTION]: serverSettings(config as unknown as Record<string, unknown>) },
+    initializationOptions: { [SECTION]: await settingsForServer(context) },
   };
   // The server's keys only, pushed on change: the whole section (synchronize.configurationSection)
   // would also send the extension's own keys (server.command, showDrafts, trace), which the server
   // does not know and warns about at every start.
-  const pushSettings = (event: vscode.ConfigurationChangeEvent) => {
-    if (event.affectsConfiguration(SECTION)) {
-      const section = vscode.workspace.getConfiguration(SECTION) as unknown as Record<string, unknown>;
-      void client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: serverSettings(section) } });
-    }
+  const pushSettings = async () => {
+    const settings = await settingsForServer(context);
+    await client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
   };
   client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
 
@@ -64,7 +95,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     client.onNotification('infill/draft', paint),
     vscode.window.onDidChangeTextEditorSelection(clear),
     vscode.workspace.onDidChangeTextDocument(clear),
-    vscode.workspace.onDidChangeConfiguration(pushSettings),
+    vscode.workspace.onDidChangeConfiguration((event) => event.affectsConfiguration(SECTION) && void pushSettings()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void pushSettings()),  // the workspace's values apply now
     vscode.window.onDidChangeActiveTextEditor(clear),
     client,
   );
