@@ -27,8 +27,7 @@ from dataclasses import dataclass, replace
 from lsprotocol.types import Position
 
 from engine.completion.confidence import passes
-from engine.completion.suggestion_cache import Suggestion
-from engine.completion.without_run import Answer, Asked, WithoutRun
+from engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
 from engine.drafts import Draft, InfillRequest
 from lsp.worker import EngineWorker, Job
 
