@@ -59,6 +59,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "exact": draft.text.strip() == case.expected.strip(),
         "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
         "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
+        "cut": bool(draft.evidence and draft.evidence.cut),  # the closure check cut the text short
         "duplicated_closer": duplicated_closer(draft.text, case.suffix, case.expected),
         "forward_passes": passes,
         "tokens": tokens,
