@@ -1,4 +1,6 @@
-"""Answers without a completion run: the one policy for the server, the CLI and the replay.
+"""Answers without a completion run: the one policy, applied by the server (and so measured by
+`bench --replay`, which types through it; an explicit request in a fresh process, the CLI's
+`complete`, always runs the model under it).
 
 In order, for a request:
 1. the suggestion cache (engine.completion.suggestion_cache): the same context again gets the
