@@ -67,14 +67,14 @@ class Runs:
         self._publish = publish
         self._live: dict[str, Run] = {}
         self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
-        self.without_run = WithoutRun()
+        self._policy = WithoutRun()  # answers without a run, and the memory they come from
 
     async def complete(self, key: RunKey, request: InfillRequest, position: Position) -> list[Draft]:
         """The final drafts for `key` (the first is the best); empty when superseded."""
         done = self._done.get(key.uri)
         if done is not None and done[0] == key:
             return done[1]
-        answer = self.without_run.answer(request, self._asked(key))
+        answer = self._policy.answer(request, self._asked(key))
         if not answer.run:
             return self._without_run(key, position, answer.kept)
         run = self._live.get(key.uri)
@@ -106,7 +106,7 @@ class Runs:
         """Settings changed: every run and result is stale."""
         for uri in list(self._live) + list(self._done):
             self.invalidate(uri)
-        self.without_run.clear()
+        self._policy.clear()
 
     def _threshold(self, key: RunKey) -> float:
         """The request's threshold; read when it is applied, since the model may load in between."""
@@ -177,7 +177,7 @@ class Runs:
         offered = [draft for draft in finals if passes(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
-            self.without_run.remember(run.job.request, Suggestion(best.text, best.confidence))
+            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
         run.latest = shown
         self._publish(run.key, run.position, shown)
