@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.cases import Case, build_cases, sources
-from bench.metrics import aggregate, run_case
+from bench.metrics import aggregate, request_of, run_case
 from cli.inputs import positive_int, probability
 
 BASELINE_MODEL = Path(__file__).parent / "fim_model"
@@ -96,6 +96,7 @@ def _engine(config: Config, model: Path | None, baseline: Path):
 
 
 def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
+    from engine.completion import typed_along
     from engine.completion.infill import PrefixCache
 
     first = run_case(engine, case, tokenizer, prefill_passes)
@@ -105,7 +106,8 @@ def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Con
     follow = replace(case, prefix=case.prefix + typed, expected=first["text"][TYPED_CHARACTERS:])
     if not config.kv_reuse:
         engine.prefix_cache = PrefixCache()
-    return run_case(engine, follow, tokenizer, prefill_passes, start_text=None if config.warm_start else "")
+    rest = typed_along.rest(request_of(case), first["text"], request_of(follow))
+    return run_case(engine, follow, tokenizer, prefill_passes, start_text=rest if config.warm_start else None)
 
 
 def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case], threads: int, seed: int) -> dict:

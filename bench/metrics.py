@@ -33,10 +33,15 @@ def step_times(stamps: list[float]) -> list[float]:
     return [later - earlier for earlier, later in itertools.pairwise(stamps)]
 
 
+def request_of(case) -> InfillRequest:
+    """What every engine is asked for a benchmark case (all cases are Python)."""
+    return InfillRequest(case.prefix, case.suffix, "python")
+
+
 def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | None = None) -> dict:
     """Completes one case. `prefill_passes`: forward passes before the first draft that the
     drafts' step count leaves out (the diffusion engine's prefix encoding)."""
-    request = InfillRequest(case.prefix, case.suffix, "python")
+    request = request_of(case)
     started = time.perf_counter()
     stamps, draft = [], None
     for draft in engine.complete(request, start_text=start_text):  # noqa: B007 (the last one is final)
@@ -54,6 +59,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "exact": draft.text.strip() == case.expected.strip(),
         "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
         "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
+        "cut": bool(draft.evidence and draft.evidence.cut),  # the closure check cut the text short
         "duplicated_closer": duplicated_closer(draft.text, case.suffix, case.expected),
         "forward_passes": passes,
         "tokens": tokens,

@@ -29,7 +29,10 @@ excerpts), `wrong_shown_per_100`, `latency_ms_p50` and `_p95` (answers that came
 time), `cpu_ms_per_100` (the server process's CPU time, all threads, per 100 characters
 of the excerpts), `answered_without_model` (the final `infill/draft` of the request's
 version says step 0: no denoising step ran), `answered_without_run` (no final `infill/draft`
-at all: the server ran nothing, engine.completion.triggers), and more. Both the diffusion engine and the
+at all: the server ran nothing, engine.completion.without_run), `shown_by_source` and
+`accepted_by_source` (the suggestions shown, and those accepted whole, by where the final
+`infill/draft` says they came from: the model's run, the document's draft, or the rest of a
+shown suggestion typed along; engine.drafts.SOURCES), and more. Both the diffusion engine and the
 autoregressive baseline run through the same server, one after the other, on one thread.
 """
 
@@ -57,6 +60,7 @@ from bench.lsp_latency import end_position, start_server
 from bench.metrics import percentile
 from bench.typing_burst import cpu_seconds
 from engine.completion.confidence import Calibration
+from engine.drafts import MODEL, SOURCES
 from engine.training.corpus import Document, stdlib_files
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
@@ -168,6 +172,8 @@ class Tally:
     latencies_ms: list[float] = field(default_factory=list)
     cpu_s: float = 0.0
     log: list[dict] = field(default_factory=list)  # every request: where, what was shown, what became of it
+    shown_by_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
+    accepted_by_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
 
 
 class Typist:
@@ -244,19 +250,23 @@ class Typist:
         entry.update(latency_ms=round(latency_ms, 1), step=final and final.get("step"))
         if final is not None and final.get("step") == 0:
             counts["answered_without_model"] += 1
-        if final is None:  # not even a final draft: the server ran nothing (engine.completion.triggers)
+        if final is None:  # not even a final draft: the server ran nothing (engine.completion.without_run)
             counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
         if not shown:
             return ""
+        source = final.get("source", MODEL) if final is not None else MODEL
         counts["shown"] += 1
-        entry.update(shown=shown, outcome="wrong")
+        self.tally.shown_by_source[source] += 1
+        entry.update(shown=shown, outcome="wrong", source=source)
         taken = accepted_as(shown, upcoming)
         if taken is None:
             return ""
         how, text = taken
         entry["outcome"] = how
         counts["accepted" if how == "all" else f"accepted_{how}"] += 1
+        if how == "all":
+            self.tally.accepted_by_source[source] += 1
         self.tally.chars_saved += len(text)
         if how == "all":
             self.tally.chars_saved_whole += len(text)
@@ -291,7 +301,7 @@ async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed:
 
     def on_draft(ls, params) -> None:
         if params.final:
-            finals[(params.uri, params.version)] = {"step": params.step}
+            finals[(params.uri, params.version)] = {"step": params.step, "source": getattr(params, "source", MODEL)}
 
     client.feature("infill/draft")(on_draft)
     tally = Tally()
@@ -336,6 +346,8 @@ def summarize(tally: Tally, characters: int) -> dict:
         **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model",
                                         "answered_without_run")},
         "latency_ms_mean": round(statistics.fmean(latencies), 1),
+        "shown_by_source": dict(tally.shown_by_source),
+        "accepted_by_source": dict(tally.accepted_by_source),
     }
 
 

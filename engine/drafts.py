@@ -9,6 +9,10 @@ if TYPE_CHECKING:  # engine.completion.confidence imports torch; drafts stay imp
     from engine.completion.confidence import Evidence
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
+# Where a final completion comes from: a model's run, the document's own draft
+# (engine.completion.document_drafts), or the rest of a shown one typed along (engine.completion.typed_along)
+MODEL, DOCUMENT, TYPED_ALONG = "model", "document", "typed_along"
+SOURCES = (MODEL, DOCUMENT, TYPED_ALONG)
 
 
 @dataclass(frozen=True)
@@ -29,3 +33,4 @@ class Draft:
     prefill_ms: float = 0.0  # time spent encoding the prefix for this request
     confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.completion.confidence)
     evidence: Evidence | None = None  # final drafts: what that estimate was computed from
+    source: str = MODEL  # SOURCES: where the text comes from

@@ -18,8 +18,18 @@ FIM_TOKENS = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
 
 def never_written(tokenizer, end: int) -> tuple[int, ...]:
     """Every added (special) token of a transformers tokenizer but END: none of them is text,
-    and decoded into a completion it would be written into the file as markup (`<image>`)."""
+    and decoded into a completion it would be written into the file as markup (`<image>`).
+    END is structural: it closes an insertion, so a sampler must be able to choose it."""
     return tuple(sorted(set(tokenizer.added_tokens_decoder) - {end}))
+
+
+def never_written_texts(tokenizer=None, *markers: str) -> tuple[str, ...]:
+    """The text of every token that is markup, not code, END included: a repair candidate holding
+    more of them than its input wrote one into the file. This repository's special tokens and FIM
+    markers, the tokenizer's added tokens when it is known, and `markers` (a server's prompt
+    markers and stop strings, when its tokenizer is not visible)."""
+    added = tokenizer.convert_ids_to_tokens(sorted(tokenizer.added_tokens_decoder)) if tokenizer is not None else []
+    return tuple(dict.fromkeys([*SPECIAL_TOKENS, *FIM_TOKENS, *added, *markers]))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInval
 from pygls.lsp.server import LanguageServer
 
 from engine import closure
-from engine.completion import triggers
 from engine.drafts import Draft, InfillRequest
 from engine.remote.client import RemoteError
 from lsp import actions, diagnostics
@@ -85,7 +84,8 @@ class InfillServer(LanguageServer):
     def publish_draft(self, key: RunKey, at: types.Position, draft: Draft) -> None:
         position = {"line": at.line, "character": at.character}
         self.protocol.notify(DRAFT_NOTIFICATION, {"uri": key.uri, "version": key.version, "position": position,
-                                                  "text": draft.text, "step": draft.step, "final": draft.final})
+                                                  "text": draft.text, "step": draft.step, "final": draft.final,
+                                                  "source": draft.source})
 
     def tell(self, kind: types.MessageType, message: str) -> None:
         """Shows `message` to the user and logs it."""
@@ -179,11 +179,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
-    automatic = trigger == "automatic"
-    quiet_after = settings.quiet_after if settings.quiet_after is not None else ls.worker.quiet_after
-    quiet = automatic and triggers.quiet(where.prefix, quiet_after)
-    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold,
-                 settings.document_drafts and automatic, quiet)
+    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
+                 settings.document_drafts, settings.quiet_after)
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
                             invoked=trigger == "invoked")
     try:
@@ -260,7 +257,7 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.runs.forget(params.text_document.uri)
+    ls.runs.invalidate(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
     if document is not None:
         ls.diagnostics.forget(document)

@@ -19,6 +19,7 @@ import torch
 
 from engine.baseline.autoregressive import FimModel
 from engine.completion.confidence import Calibration
+from engine.completion.distinct import distinct_samples
 from engine.drafts import Draft, InfillRequest
 from engine.factory import create_engine, load_any
 from engine.loading import LoadedModel, ModelLoadError
@@ -46,9 +47,10 @@ class State(enum.Enum):
 @dataclass
 class Job:
     request: InfillRequest
-    samples: int  # completions to compute; the first one streams its drafts
+    samples: int  # distinct completions wanted; the first one drawn streams its drafts
     on_draft: Callable[[Draft], None]  # called on the engine thread
-    start_text: str | None = None  # a previous completion that still fits the cursor (warm start)
+    start_text: str | None = None  # the first sample's warm start: the rest of a completion typed along
+    avoid: tuple[str, ...] = ()  # completions the caller already offers: the samples differ from them
     cancel: threading.Event = field(default_factory=threading.Event)
     steps: int = 0  # denoising steps (decoder passes) this job ran, all samples, cancelled ones included
 
@@ -174,15 +176,13 @@ class EngineWorker:
                       self.completions, outcome, job.steps, self.steps, self.completions)
 
     def _samples(self, job: Job) -> list[Draft] | None:
-        finals = []
-        for sample in range(job.samples):
+        """Distinct completions (engine.completion.distinct); None when cancelled or no model is loaded."""
+        def draw(attempt: int) -> Draft | None:
             if job.cancel.is_set() or self._engine is None:
                 return None
-            final = self._sample(job, first=sample == 0)
-            if final is None:
-                return None
-            finals.append(final)
-        return finals
+            return self._sample(job, first=attempt == 0)
+
+        return distinct_samples(draw, job.samples, job.avoid)
 
     def _sample(self, job: Job, first: bool) -> Draft | None:
         """One completion: the final draft, or None when cancelled; CompletionFailed when the engine raised."""

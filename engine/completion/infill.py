@@ -26,19 +26,6 @@ from engine.loading import LoadedModel
 from engine.settings import EngineSettings
 
 
-def typed_along(previous: tuple[str, str] | None, prefix: str) -> str | None:
-    """What is left of the previous completion when the user has typed its beginning."""
-    if previous is None:
-        return None
-    old_prefix, completion = previous
-    if not prefix.startswith(old_prefix):
-        return None
-    typed = prefix[len(old_prefix):]
-    if not completion.startswith(typed) or typed == completion:
-        return None
-    return completion[len(typed):]
-
-
 class PrefixCache:
     """The encoder KV cache of the last prefix, cropped and extended instead of recomputed."""
 
@@ -80,7 +67,6 @@ class InfillEngine:
         self.loaded = loaded
         self.settings = settings or EngineSettings()
         self.prefix_cache = PrefixCache()
-        self._previous: tuple[str, str] | None = None  # (prefix, final text) of the last completion
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
 
     def _processors(self, context: EncodedContext, gap: range) -> list:
@@ -99,11 +85,10 @@ class InfillEngine:
                  start_text: str | None = None) -> Iterator[Draft]:
         """Yields a Draft after every denoising step; the last one is final and closure-valid.
 
-        `start_text` warm-starts the gap; by default, the previous completion when the user
-        typed along it. Returns without a final draft when `cancelled()` turns true.
+        `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
+        engine.completion.typed_along); None: a cold start. Nothing is kept between calls but
+        the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
         """
-        if start_text is None:
-            start_text = typed_along(self._previous, request.prefix)
         spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
                                  spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
@@ -146,7 +131,6 @@ class InfillEngine:
             text = self._text(tokens, context, request)
             report = closure.check(request.prefix, text, request.suffix, request.language)
             if report.valid:
-                self._previous = (request.prefix, text)
                 yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms)
                 return
             if repairs == self.settings.repair_rounds:
@@ -156,7 +140,6 @@ class InfillEngine:
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
-        self._previous = (request.prefix, text)
         yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms)
 
     def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,

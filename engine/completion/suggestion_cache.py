@@ -4,9 +4,8 @@ Editors ask again for a context they asked before (an undo, the cursor moved awa
 back), and a user who types the beginning of the suggestion shown expects the rest to stay
 (Tabby keeps such a cache for the same reason). The last few final completions are kept
 by their context; a request whose context is one of them gets its completion back, and a
-request whose prefix is a kept prefix plus the beginning of its (shown) completion gets
-the rest of it: the document text is then the same as if the suggestion had been
-accepted, so the rest keeps closure as the whole did.
+request that types along a shown one (engine.completion.typed_along) gets the rest of it.
+The cache is the caller's (the server keeps one): the engine keeps nothing between requests.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from engine.completion import typed_along
 from engine.completion.confidence import passes
-from engine.drafts import InfillRequest
+from engine.drafts import MODEL, TYPED_ALONG, InfillRequest
 
 CACHE_SIZE = 32  # contexts kept, across documents
 
@@ -24,9 +24,14 @@ CACHE_SIZE = 32  # contexts kept, across documents
 class Suggestion:
     text: str
     confidence: float | None  # the estimate the engine gave the whole completion
+    source: str = MODEL  # engine.drafts.SOURCES: a model's completion, a document draft, or a rest typed along
 
 
 Context = tuple[str, str, str | None]  # prefix, suffix, language
+
+
+def _request(context: Context) -> InfillRequest:
+    return InfillRequest(*context)
 
 
 class SuggestionCache:
@@ -46,17 +51,19 @@ class SuggestionCache:
 
     def lookup(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The completion kept for this very context (shown or not: it is the engine's answer), else the
-        rest of the latest kept completion that passes `threshold` and that the user has typed the
-        beginning of since; None when neither exists."""
+        rest of the latest kept completion that passes `threshold` and that the user has typed along
+        since; None when neither exists."""
         exact = self._entries.get((request.prefix, request.suffix, request.language))
         if exact is not None:
             return exact
-        for (prefix, suffix, language), kept in reversed(self._entries.items()):
-            if suffix != request.suffix or language != request.language or not passes(kept.confidence, threshold):
+        return self.typed_along(request, threshold)
+
+    def typed_along(self, request: InfillRequest, threshold: float | None = None) -> Suggestion | None:
+        """The rest of the latest kept completion typed along at `request` that passes `threshold`
+        (None: shown or not, as a warm start wants it)."""
+        for context, kept in reversed(self._entries.items()):
+            if threshold is not None and not passes(kept.confidence, threshold):
                 continue
-            if len(request.prefix) <= len(prefix) or not request.prefix.startswith(prefix):
-                continue
-            typed = request.prefix[len(prefix):]
-            if kept.text.startswith(typed) and len(kept.text) > len(typed):
-                return Suggestion(kept.text[len(typed):], kept.confidence)
+            if (left := typed_along.rest(_request(context), kept.text, request)) is not None:
+                return Suggestion(left, kept.confidence, TYPED_ALONG)
         return None

@@ -6,7 +6,7 @@ suggestion shown after a space, `:`, `)`, `,`, `"` or `.` was accepted, by eithe
 model, while every accepted one followed a word character or a newline. Which characters
 are quiet depends on the model, so they come with its calibration (`quiet_after` in the
 checkpoint's confidence.json; a model without one has none), and the `quietAfter` setting
-overrides them. An Automatic request there is answered with nothing at once (lsp.runs): no
+overrides them. An Automatic request there is answered with nothing at once (without_run.py): no
 run, no CPU, no wrong grey text. The user can still ask (Invoked), and a suggestion being
 typed along still shows its rest.
 """

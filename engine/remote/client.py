@@ -38,6 +38,7 @@ from engine.remote.settings import RemoteSettings
 from engine.repair.spans import Span, merge
 from engine.settings import EngineSettings
 from engine.streaming import Cancelled
+from engine.tokens import never_written_texts
 
 log = logging.getLogger(__name__)
 
@@ -353,9 +354,9 @@ class RemoteRepairer:
     def __init__(self, engine: RemoteEngine, settings: RemoteRepairSettings | None = None):
         self.engine = engine
         self.settings = settings or RemoteRepairSettings()
-        # what engine.repair.fixes keeps out of every candidate: the prompt's markers and stop tokens
-        # (the server's own special tokens are not visible from here)
-        self.special_texts = (*engine.remote.fim_tokens, *engine.remote.fim_stop)
+        # what engine.repair.fixes keeps out of every candidate; the server's own special tokens are not
+        # visible from here, its prompt's markers and stop strings are
+        self.special_texts = never_written_texts(None, *engine.remote.fim_tokens, *engine.remote.fim_stop)
 
     def fill(self, before: str, text: str, spans: list[Span], after: str, renoise: float | None = None) -> list[str]:
         """One candidate: the spans filled left to right, each request seeing the ones filled before."""

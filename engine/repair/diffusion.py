@@ -24,7 +24,7 @@ from engine.completion.prefix import encode_context
 from engine.completion.sampler import DenoiseSettings, denoise
 from engine.loading import LoadedModel
 from engine.repair.spans import Span, merge
-from engine.tokens import SPECIAL_TOKENS
+from engine.tokens import never_written_texts
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,7 @@ class DiffusionRepairer:
         self.loaded = loaded
         self.settings = settings or RepairSettings()
         self.prefix_cache = PrefixCache()
-        ids, tokenizer = loaded.ids, loaded.tokenizer
-        vocabulary = tokenizer.get_vocab()
-        reserved = {vocabulary[token] for token in SPECIAL_TOKENS if token in vocabulary}
-        self.special_ids = frozenset(tokenizer.all_special_ids) | reserved | {ids.pad, ids.eos, ids.bos, ids.mask,
-                                                                              ids.end}
-        self.special_texts = tuple(tokenizer.convert_ids_to_tokens(sorted(self.special_ids)))
+        self.special_texts = never_written_texts(loaded.tokenizer)  # what engine.repair.fixes keeps out
 
     def _encode(self, text: str) -> list[int]:
         return self.loaded.tokenizer.encode(text, add_special_tokens=False) if text else []
@@ -103,7 +98,7 @@ class DiffusionRepairer:
         for row in last.argmax.tolist():
             pieces = [known_texts[0]]
             for gap, known in zip(layout.gaps, known_texts[1:], strict=True):
-                written = [token for token in canvas_layout.insertion(row, gap, ids) if token not in self.special_ids]
+                written = [token for token in canvas_layout.insertion(row, gap, ids) if token not in ids.unwritten]
                 pieces.append(self.loaded.tokenizer.decode(written))
                 pieces.append(known)
             candidates.append("".join(pieces))

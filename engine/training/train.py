@@ -113,6 +113,16 @@ def cooldown_factor(cpu_seconds: float, cooldown: Cooldown | None) -> float:
     return Cooldown.FLOOR + (1 - Cooldown.FLOOR) * left
 
 
+def save_recipe(export_dir: Path, step: int, cpu_seconds: float, facts: dict, continued_from: dict | None) -> None:
+    """Writes `recipe.json` beside exported weights: the steps and CPU time behind them (which a
+    continuation counts on from), what else describes the run (`facts`), and the recipe of the
+    weights it continued from."""
+    recipe = {"step": step, "cpu_hours": round(cpu_seconds / 3600, 3), **facts}
+    if continued_from is not None:
+        recipe["continued_from"] = continued_from
+    (export_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
+
+
 def inherited_recipe(init_from: Path | None) -> dict | None:
     """The `recipe.json` of exported weights a run continues from (None from scratch)."""
     recipe = init_from / "recipe.json" if init_from is not None else None
@@ -281,14 +291,10 @@ class Trainer:
         self.model.save_pretrained(self.export_dir)
         self.tokenizer.save_pretrained(self.export_dir)
         self._save_spec()
-        recipe = {"step": self.step, "cpu_hours": round(self.cpu_seconds / 3600, 3),
-                  "torch_threads": torch.get_num_threads(), "device": self.runtime.name,
-                  "wall_hours": round(self.wall_seconds / 3600, 4), "config": asdict(self.config),
-                  "corpus": self.manifest,
-                  "parameters": sum(p.numel() for p in self.model.parameters())}
-        if self.continued_from is not None:
-            recipe["continued_from"] = self.continued_from
-        (self.export_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
+        facts = {"torch_threads": torch.get_num_threads(), "device": self.runtime.name,
+                 "wall_hours": round(self.wall_seconds / 3600, 4), "config": asdict(self.config),
+                 "corpus": self.manifest, "parameters": sum(p.numel() for p in self.model.parameters())}
+        save_recipe(self.export_dir, self.step, self.cpu_seconds, facts, self.continued_from)
 
     def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None,
               cooldown_hours: float | None = None, cooldown_minutes: float | None = None) -> None:

@@ -3,7 +3,9 @@ the last line, a table and a plot for the README."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import statistics
 import subprocess
 
 import pytest
@@ -34,13 +36,28 @@ def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
 
 @SLOW
 def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
-    report, _ = quick_report
+    """Each headline number is what the saved per-case rows say it is."""
+    report, out = quick_report
+    saved = json.loads((out / "bench.json").read_text())
     for family in ("diffusion", "autoregressive"):
-        for key in ("exact_match", "closure_valid", "forward_passes_mean", "step_ms_median", "latency_ms_p50",
-                    "insertion_chars_mean", "expected_chars_mean", "empty_rate"):
-            assert isinstance(report[family][key], float | int), (family, key)
-        assert report[family]["cases"] == 3
-        assert report[family]["closure_valid"] == 1.0
+        model, rows = report[family], saved[family]["rows"]
+        assert model["cases"] == len(rows) == 3
+        assert model["closure_valid"] == 1.0 and all(row["valid"] for row in rows)
+
+        def mean(values):
+            return pytest.approx(statistics.fmean(values))
+
+        assert model["exact_match"] == mean(row["text"].strip() == row["expected"].strip() for row in rows)
+        assert model["edit_similarity_mean"] == mean(
+            difflib.SequenceMatcher(None, row["text"].strip(), row["expected"].strip()).ratio() for row in rows)
+        assert model["forward_passes_mean"] == mean(row["forward_passes"] for row in rows)
+        assert model["insertion_chars_mean"] == mean(len(row["text"].strip()) for row in rows)
+        assert model["expected_chars_mean"] == mean(len(row["expected"].strip()) for row in rows)
+        assert model["empty_rate"] == mean(not row["text"].strip() for row in rows)
+        totals = sorted(row["total_ms"] for row in rows)
+        assert totals[0] <= model["latency_ms_p50"] <= totals[-1]
+        steps = [step for row in rows for step in row["step_ms"]]
+        assert model["step_ms_median"] == (pytest.approx(statistics.median(steps)) if steps else None)
 
 
 @SLOW

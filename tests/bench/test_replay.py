@@ -10,6 +10,7 @@ import pytest
 
 from bench import replay
 from cli.main import main
+from engine.drafts import SOURCES
 
 KEYS = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
         "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model")
@@ -76,3 +77,14 @@ def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, tm
         assert len(mine) == model["requests"]
         assert sum(entry["outcome"] == "all" for entry in mine) == model["accepted"]
         assert sum(entry["outcome"] == "late" for entry in mine) == model["late"]
+        # every suggestion shown, and every one accepted whole, has one source
+        assert list(model["shown_by_source"]) == list(model["accepted_by_source"]) == list(SOURCES)
+        assert sum(model["shown_by_source"].values()) == model["shown"]
+        assert sum(model["accepted_by_source"].values()) == model["accepted"]
+        shown = [entry for entry in mine if entry["shown"]]
+        assert all((entry["source"] == "model") == (entry["step"] != 0) for entry in shown), "only a run takes steps"
+        for source in SOURCES:
+            assert model["shown_by_source"][source] == sum(entry.get("source") == source for entry in mine)
+            assert model["accepted_by_source"][source] <= model["shown_by_source"][source]
+            assert model["accepted_by_source"][source] == sum(
+                entry.get("source") == source and entry["outcome"] == "all" for entry in mine)

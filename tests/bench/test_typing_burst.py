@@ -31,4 +31,6 @@ def test_a_short_burst_accounts_for_every_request(model_dir: Path, capsys: pytes
     # Wasted work is a difference, not a bound: superseded runs stop early and it may be negative.
     assert result["wasted_steps_mean"] == burst["steps_mean"] - single["steps_mean"]
     assert [case["burst_steps"] for case in result["per_case"]] == [burst["steps_mean"]]
-    assert isinstance(result["cpu_ratio"], float) and isinstance(result["steps_ratio"], float)
+    # the headline ratios are the burst's work over the single request's
+    assert result["steps_ratio"] == round(burst["steps_mean"] / single["steps_mean"], 2)
+    assert result["cpu_ratio"] == pytest.approx(burst["cpu_s_mean"] / single["cpu_s_mean"], rel=0.05, abs=0.01)

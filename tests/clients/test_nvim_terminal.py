@@ -156,12 +156,12 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
         terminal.lua("_G.drafts = {}; _G.kinds = {}")
         terminal.type("M-\\")  # trigger: Invoked, several items
         terminal.wait(f"{FINAL} or false", 120)
-        items = wait_or_none(terminal, "#require('diffusion_infill.ghost').items() > 0 and "
+        items = wait_or_none(terminal, "#require('diffusion_infill.ghost').items() > 1 and "
                              "require('diffusion_infill.ghost').items()", 10)
-        if items:
+        if items:  # Invoked samples are distinct: most cursors have several
             break
     else:
-        pytest.fail(f"none of {len(CURSORS)} mid-line cursors got an item")
+        pytest.fail(f"none of {len(CURSORS)} mid-line cursors got several items to cycle through")
     assert terminal.lua("return _G.kinds") == [1]  # Invoked
 
     def shown(index: int) -> str:
@@ -170,12 +170,8 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
         return line[:col] + text + line[col:]
 
     terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(0))
-    terminal.type("M-]")  # next: the second item, or with one item an Invoked request for more
-    if len(items) > 1:
-        terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(1))
-    else:
-        terminal.wait("#_G.kinds == 2")
-        assert terminal.lua("return _G.kinds") == [1, 1]
+    terminal.type("M-]")  # next: the second item
+    terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == shown(1))
     assert "(1/1)" not in terminal.screen()
 
 

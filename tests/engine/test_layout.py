@@ -1,6 +1,7 @@
 """engine/ is arranged by job: the completion engine stands on its own; repair, the remote
 engine and the autoregressive baseline build on it; training builds on all of them; nothing
-in engine/ reaches into the benchmark."""
+in engine/ reaches into the benchmark. And one place per rule: which tokens are never written,
+whether a context is typed along, and which requests are answered without a run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 from tests.lsp.test_lsp_imports import imported_modules
 
-ENGINE = Path(__file__).resolve().parents[2] / "engine"
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ROOT / "engine"
+CODE = ("engine", "lsp", "cli", "bench")
 NEVER = {
     "completion": {"engine.repair", "engine.remote", "engine.baseline", "engine.training", "bench"},
     "repair": {"engine.remote", "engine.baseline", "engine.training", "bench"},
@@ -29,3 +32,39 @@ def test_each_job_imports_only_what_it_builds_on(package):
         if any(name == banned or name.startswith(banned + ".") for banned in NEVER[package])
     }
     assert not offenders
+
+
+def _modules():
+    for package in CODE:
+        for path in (ROOT / package).rglob("*.py"):
+            if not (path.parent / "__init__.py").exists():
+                continue  # not code of the package: cli/samples holds broken files on purpose
+            yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path
+
+
+def importers(module: str) -> set[str]:
+    """The modules of the code (not the tests) that import `module` or a name from it."""
+    return {name for name, path in _modules()
+            if any(imported == module or imported.startswith(module + ".") for imported in imported_modules(path))}
+
+
+def test_the_tokens_never_written_are_listed_in_engine_tokens_only():
+    readers = {name for name, path in _modules()
+               if any(attribute in path.read_text(encoding="utf-8")
+                      for attribute in ("added_tokens_decoder", "all_special_ids", "all_special_tokens"))}
+    assert readers == {"engine.tokens"}
+    assert {"engine.repair.diffusion", "engine.remote.client"} <= importers("engine.tokens")
+
+
+def test_answers_without_a_run_are_decided_in_one_module():
+    # bench.calibrate counts how often document drafts are right: the numbers their estimate is made of
+    assert importers("engine.completion.document_drafts") == {"engine.completion.without_run", "bench.calibrate"}
+    assert importers("engine.completion.triggers") == {"engine.completion.without_run"}
+    assert importers("engine.completion.suggestion_cache") == {"engine.completion.without_run"}
+    assert "lsp.runs" in importers("engine.completion.without_run")
+
+
+def test_typing_along_is_decided_in_one_module():
+    # the suggestion cache answers with the rest of a shown completion and gives a run its warm start;
+    # the benchmark's typed-along scenario warm-starts the same way
+    assert importers("engine.completion.typed_along") == {"engine.completion.suggestion_cache", "bench.compare"}

@@ -107,8 +107,8 @@ def test_checkpoint_without_canvas_spec_loads_for_the_instruction_path(saved):
     assert loaded.ids is None
 
 
-def test_spec_file_is_written_beside_the_weights(saved):
-    assert CanvasSpec.load(saved) is not None
+def test_spec_file_is_written_beside_the_weights(saved, tiny_loaded):
+    assert CanvasSpec.load(saved) == tiny_loaded.spec
     assert (saved / "config.json").is_file()
 
 

@@ -122,7 +122,7 @@ async def test_the_trigger_key_keeps_the_suggestion_of_its_context(session):
     configure(session, 0.4)
     editor = Editor(session)
     uri, prefix, item = await first_suggestion(editor)
-    # In another document with the same text, so no warm start from the first answer leads back to it.
+    # In another document with the same text: the suggestion cache keeps completions by context, not document.
     triggered = editor.open(editor.texts[uri])
     invoked = await editor.request(triggered, editor.end_of(triggered, prefix), invoked=True)
     assert (invoked[0].insert_text, invoked[0].range) == (item.insert_text, item.range)  # then the others

@@ -1,14 +1,12 @@
-"""The server's pure pieces: item placement, settings, warm-start continuation, telemetry."""
+"""The server's pure pieces: item placement, settings, telemetry."""
 
 import json
 
 import pytest
 from lsprotocol.types import Command, Position
 
-from engine.drafts import InfillRequest
 from lsp.items import auto_paired_closers, items, placement
 from lsp.positions import UTF16, Lines
-from lsp.runs import continuation
 from lsp.settings import ServerSettings, initialization_section, merge, section_of
 from lsp.telemetry import Telemetry, accept_command
 
@@ -81,14 +79,6 @@ def test_document_drafts_are_on_by_default_and_take_true_or_false_only():
     assert not merge(ServerSettings(), {"documentDrafts": False})[0].document_drafts
     settings, [problem] = merge(ServerSettings(), {"documentDrafts": "no"})
     assert settings.document_drafts and "documentDrafts" in problem and "true or false" in problem
-
-
-def test_continuation_warm_starts_only_when_the_user_typed_the_completion():
-    before = InfillRequest("x = fo", "\n")
-    assert continuation((before, "o(bar)"), InfillRequest("x = foo(", "\n")) == "bar)"
-    assert continuation((before, "o(bar)"), InfillRequest("x = fox", "\n")) is None
-    assert continuation((before, "o(bar)"), InfillRequest("x = foo(", ")\n")) is None
-    assert continuation((before, "o("), InfillRequest("x = foo(", "\n")) is None
 
 
 def test_telemetry_keeps_counts_only(tmp_path):

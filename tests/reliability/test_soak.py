@@ -110,8 +110,9 @@ def test_2000_completions_across_10_documents(tiny_model_dir, tmp_path):
 
 
 async def test_a_closed_document_leaves_nothing_behind(tiny_model_dir):
-    """Runs keeps each document's last completion so the next request can type along it; a
-    server that opens thousands of files in a session must drop it when the file closes."""
+    """Runs keeps each document's last result so the next identical request gets it again; a
+    server that opens thousands of files in a session must drop it when the file closes (what
+    the suggestion cache keeps is a bounded number of bounded contexts, not requests)."""
     worker = EngineWorker()
     assert worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S).error is None
     try:
@@ -121,7 +122,7 @@ async def test_a_closed_document_leaves_nothing_behind(tiny_model_dir):
         [final] = await runs.complete(key, request, Position(0, 16))
         assert final.text, "the case must produce a completion, or there is nothing to keep"
         kept = weakref.ref(request)
-        runs.forget(key.uri)  # what textDocument/didClose does
+        runs.invalidate(key.uri)  # what textDocument/didClose does
         del request
         # The engine thread drops its job once the next one starts, and drafts it handed to the
         # loop are delivered at the next turn: wait for both, so only Runs can still hold it.

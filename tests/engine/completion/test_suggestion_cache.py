@@ -4,7 +4,7 @@ answered without the model."""
 from __future__ import annotations
 
 from engine.completion.suggestion_cache import Suggestion, SuggestionCache
-from engine.drafts import InfillRequest
+from engine.drafts import DOCUMENT, TYPED_ALONG, InfillRequest
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():
@@ -17,7 +17,7 @@ def test_the_same_context_gets_the_same_completion_whatever_its_confidence():
 def test_typing_along_a_shown_suggestion_leaves_the_rest_of_it():
     cache = SuggestionCache()
     cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.8))
-    assert cache.lookup(InfillRequest("x = foo(b", "\n"), 0.5) == Suggestion("ar)", 0.8)
+    assert cache.lookup(InfillRequest("x = foo(b", "\n"), 0.5) == Suggestion("ar)", 0.8, TYPED_ALONG)
     assert cache.lookup(InfillRequest("x = foo(c", "\n"), 0.5) is None  # typed something else
     assert cache.lookup(InfillRequest("x = foo(bar)", "\n"), 0.5) is None  # typed all of it: nothing left
     assert cache.lookup(InfillRequest("x = foo(b", ")\n"), 0.5) is None  # the text after the cursor changed
@@ -27,7 +27,7 @@ def test_a_suggestion_that_was_not_shown_is_not_typed_along():
     cache = SuggestionCache()
     cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.2))
     assert cache.lookup(InfillRequest("x = foo(", "\n"), 0.5) is None
-    assert cache.lookup(InfillRequest("x = foo(", "\n"), 0.1) == Suggestion("bar)", 0.2)
+    assert cache.lookup(InfillRequest("x = foo(", "\n"), 0.1) == Suggestion("bar)", 0.2, TYPED_ALONG)
 
 
 def test_only_the_latest_contexts_are_kept():
@@ -36,3 +36,16 @@ def test_only_the_latest_contexts_are_kept():
         cache.store(InfillRequest(f"v{index} = ", ""), Suggestion(str(index), None))
     assert cache.lookup(InfillRequest("v0 = ", ""), 0.5) is None
     assert cache.lookup(InfillRequest("v2 = ", ""), 0.5) == Suggestion("2", None)
+
+
+def test_a_warm_start_types_along_a_suggestion_whether_it_was_shown_or_not():
+    cache = SuggestionCache()
+    cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.2, DOCUMENT))
+    assert cache.typed_along(InfillRequest("x = foo(", "\n")) == Suggestion("bar)", 0.2, TYPED_ALONG)
+    assert cache.typed_along(InfillRequest("x = foo(", "\n"), 0.5) is None
+
+
+def test_the_same_context_keeps_where_its_completion_came_from():
+    cache = SuggestionCache()
+    cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.9, DOCUMENT))
+    assert cache.lookup(InfillRequest("x = foo", "\n"), 0.5).source == DOCUMENT

@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from engine.loading import EMBEDDED_MODEL
 from engine.tiny import TinyArchitecture
-from engine.training.train import Cooldown, cooldown_factor, inherited_progress, inherited_recipe
+from engine.training.train import Cooldown, cooldown_factor, inherited_progress, inherited_recipe, save_recipe
 
 
 def test_a_continuation_counts_on_from_the_recipe(tmp_path):
@@ -24,9 +23,14 @@ def test_a_continuation_keeps_the_recipe_of_the_steps_before_it(tmp_path):
     assert inherited_recipe(None) is None
 
 
-def test_the_embedded_model_carries_its_recipe():
-    step, cpu_seconds = inherited_progress(EMBEDDED_MODEL)
-    assert step > 0 and cpu_seconds > 0
+def test_what_an_export_writes_is_what_a_continuation_counts_on_from(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    save_recipe(first, 4500, 2.181 * 3600, {"parameters": 5}, None)
+    assert inherited_progress(first) == (4500, pytest.approx(2.181 * 3600))
+    save_recipe(second, 9000, 5.0 * 3600, {"parameters": 5}, inherited_recipe(first))
+    assert inherited_progress(second) == (9000, pytest.approx(5.0 * 3600))
+    assert inherited_recipe(second)["continued_from"] == {"step": 4500, "cpu_hours": 2.181, "parameters": 5}
 
 
 def test_training_from_scratch_starts_at_zero(tmp_path):
