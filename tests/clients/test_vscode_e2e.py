@@ -8,6 +8,7 @@ ripgrep) and the packaged extension (`npm run package` in clients/vscode); .ci/r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from test_nvim import CODE, CURSORS
+from test_nvim_terminal import REST, TYPING
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
 E2E = VSCODE / "e2e"
@@ -37,6 +39,8 @@ SETTINGS = {
     "workbench.tips.enabled": False,
     "files.autoSave": "off",  # run.js saves, and waits for the dirty mark to go
     "editor.autoClosingBrackets": "never",  # the test retypes a character before each cursor, "(" among them
+}
+MODEL_ALWAYS = {
     "diffusionInfill.documentDrafts": False,  # every request runs the model, after any character
     "diffusionInfill.quietAfter": "",
     "diffusionInfill.minConfidence": 0,  # and offers its completion, however unsure (the gate: test_lsp_confidence)
@@ -45,18 +49,30 @@ SETTINGS = {
 
 @pytest.fixture(scope="module")
 def code_server(model_dir, tmp_path_factory):
-    """code-server with the .vsix installed and the server command set; yields (url, folders)."""
+    with started(model_dir, tmp_path_factory.mktemp("vscode"), {**SETTINGS, **MODEL_ALWAYS}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def code_server_defaults(model_dir, tmp_path_factory):
+    """As code_server, with the extension's default settings."""
+    with started(model_dir, tmp_path_factory.mktemp("vscode"), SETTINGS) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def started(model_dir: Path, root: Path, settings: dict):
+    """code-server with the .vsix installed, `settings` and the server command set; yields (url, folders)."""
     node = shutil.which("node")
     if node is None or not CODE_SERVER.exists() or not shutil.which("chromium"):
         pytest.skip("needs clients/vscode/e2e/install.sh (code-server, playwright-core, chromium)")
     if not VSIX.exists():
         pytest.skip("clients/vscode is not packaged: npm ci && npm run package")
-    root = tmp_path_factory.mktemp("vscode")
     workspace, data, extensions = root / "workspace", root / "data", root / "extensions"
     (data / "User").mkdir(parents=True)
     workspace.mkdir()
     server = [sys.executable, "-m", "cli.main", "serve", "--model", str(model_dir), "--telemetry", str(root / "t.json")]
-    (data / "User" / "settings.json").write_text(json.dumps({**SETTINGS, "diffusionInfill.server.command": server}))
+    (data / "User" / "settings.json").write_text(json.dumps({**settings, "diffusionInfill.server.command": server}))
     env = {**os.environ, "XDG_CONFIG_HOME": str(root / "config"), "XDG_DATA_HOME": str(root / "share")}
     base = [node, str(CODE_SERVER), "--extensions-dir", str(extensions), "--user-data-dir", str(data)]
     subprocess.run([*base, "--install-extension", str(VSIX)], env=env, check=True, capture_output=True, timeout=300)
@@ -102,3 +118,16 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     assert fixed == {"name": "shapes", "sides": 4, "closed": True}
     log = next((root / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert "ignored settings" not in log, log  # the extension sends the server only the server's settings
+
+
+def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest(code_server_defaults):
+    url, root, workspace = code_server_defaults
+    (workspace / "typing.py").write_text(CODE + "\n")
+    config = {"url": url, "typing": {"file": "typing.py", "line": CODE.count("\n"), "text": TYPING},
+              "failureScreenshot": str(root / "failure.png"), "screenshot": str(root / "typed.png")}
+    (root / "run.json").write_text(json.dumps(config))
+    run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
+                         text=True, timeout=RUN_TIMEOUT)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert run.returncode == 0 and "error" not in result, f"{run.stdout}{run.stderr}(screen: {root / 'failure.png'})"
+    assert result["typed"] == REST, f"shown: {result['typed']!r} (screen: {root / 'typed.png'})"
