@@ -122,8 +122,8 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
 
 def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest(code_server_defaults):
     url, root, workspace = code_server_defaults
-    (workspace / "typing.py").write_text(CODE + "\n")
-    config = {"url": url, "typing": {"file": "typing.py", "line": CODE.count("\n"), "text": TYPING},
+    (workspace / "count_lines.py").write_text(CODE + "\n")
+    config = {"url": url, "typing": {"file": "count_lines.py", "line": CODE.count("\n"), "text": TYPING},
               "failureScreenshot": str(root / "failure.png"), "screenshot": str(root / "typed.png")}
     (root / "run.json").write_text(json.dumps(config))
     run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
