@@ -120,6 +120,8 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     assert "ignored settings" not in log, log  # the extension sends the server only the server's settings
 
 
+@pytest.mark.xfail(strict=True, reason="issue 23: with default settings VS Code shows nothing here after 180 s "
+                   "(with or without its word suggestions), where Neovim shows the document draft 'nes)'")
 def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest(code_server_defaults):
     url, root, workspace = code_server_defaults
     (workspace / "count_lines.py").write_text(CODE + "\n")
