@@ -267,9 +267,6 @@ def _serve(args: argparse.Namespace) -> int:
     from lsp.settings import ServerSettings
     from lsp.telemetry import default_path
 
-    if not args.verbose:  # pygls logs every message body at INFO; keep only its start-up lines
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-        logging.getLogger("pygls.server").setLevel(logging.INFO)
     settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
                               max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
                               entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
@@ -327,7 +324,10 @@ def _train(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+    # The server's stderr is read by editors as errors (Neovim's lsp.log files every line as [ERROR]):
+    # it says only what went wrong unless asked (-v: everything, pygls's message bodies too).
+    quiet = logging.WARNING if args.command == "serve" else logging.INFO
+    logging.basicConfig(level=logging.DEBUG if args.verbose else quiet, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)

@@ -208,6 +208,20 @@ def _offsets(document: Document, where: types.Range, encoding: str) -> tuple[int
     return start, end
 
 
+def _one_markdown_fix(found: list[Target]) -> list[Target]:
+    """The Markdown targets (each diagnostic's lines, the selection) as one, over all of them:
+    one "Fix Markdown selection" that fixes everything in one application, where one per
+    target fixed a fence and left the table beside it for a second run."""
+    markdown = [target for target in found if target.action is MARKDOWN]
+    if len(markdown) < 2:
+        return found
+    diagnostics = tuple(diagnostic for target in markdown for diagnostic in target.diagnostics)  # one each
+    merged = Target(MARKDOWN, min(t.start for t in markdown), max(t.end for t in markdown), diagnostics)
+    first = found.index(markdown[0])
+    rest = [target for target in found if target.action is not MARKDOWN]
+    return [*rest[:first], merged, *rest[first:]]
+
+
 def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
     """What the request can be offered, without duplicates, in the order offered."""
     start, end = _offsets(document, params.range, encoding)
@@ -216,7 +230,7 @@ def targets(document: Document, params: types.CodeActionParams, encoding: str) -
     if not any(diagnostic.range == params.range for diagnostic in _ours(params.context.diagnostics)):
         found += _selection_targets(document, start, end)
     unique: dict[tuple[str, int, int], Target] = {}
-    for target in found:
+    for target in _one_markdown_fix(found):
         unique.setdefault((target.action.name, target.start, target.end), target)
     return [target for target in unique.values() if _wanted(target.action.kind, params.context.only)]
 

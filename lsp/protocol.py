@@ -64,6 +64,13 @@ class InfillProtocol(LanguageServerProtocol):
         # message. Only the outermost object is one, so handle_message structures it.
         return data
 
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        # A cancel for a request already answered is routine (editors cancel at every keystroke,
+        # and the answer may be on its way): pygls logs it as a WARNING, which editors file as an
+        # error (stderr).
+        if msg_id in self._request_futures:
+            super()._handle_cancel_notification(msg_id)
+
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """An error response; unlike pygls' own, it keeps `"id": null` when the id is unknown."""
         error_object = {"code": error.code, "message": error.message}

@@ -147,7 +147,8 @@ TERMINAL_SIZE = (100, 30)
 
 def start_terminal(model: Path, telemetry: Path, workdir: Path, setup: str) -> Terminal:
     """Neovim in tmux with the plugin on its runtimepath and `setup` (Lua: the user's
-    init.lua line, with `cmd` in scope) as its whole configuration."""
+    init.lua line, with `cmd` in scope) as its whole configuration; its state (lsp.log among
+    it) in `workdir`/state."""
     pynvim = pytest.importorskip("pynvim")
     binary, tmux = nvim_binary(), shutil.which("tmux")
     if binary is None or tmux is None:
@@ -159,7 +160,8 @@ def start_terminal(model: Path, telemetry: Path, workdir: Path, setup: str) -> T
     base = tmux_base(tmux, workdir)
     width, height = TERMINAL_SIZE
     subprocess.run([*base, "new-session", "-d", "-s", "nvim", "-x", str(width), "-y", str(height), "-c", str(workdir),
-                    "env", "-u", "COLORTERM", binary, "-n", "-u", str(init), "--listen", str(socket)], check=True)
+                    "env", "-u", "COLORTERM", f"XDG_STATE_HOME={workdir / 'state'}",
+                    binary, "-n", "-u", str(init), "--listen", str(socket)], check=True)
     try:
         poll(socket.exists, bool, 30, 0.05, lambda _: "nvim did not open its socket")
     except TimeoutError:

@@ -184,11 +184,12 @@ def test_accept_word_and_accept_line(nvim, tmp_path):
     nvim.lua(FAKE_DRAFT, "total = sum(x)\nprint(total)")
     nvim.type("<M-Right>")
     nvim.wait("vim.api.nvim_get_current_line() == 'total'", 10)
-    nvim.lua(FAKE_DRAFT, " = sum(x)\nprint(total)")
+    assert nvim.lua(f"return {SHOWN}.text") == " = sum(x)\nprint(total)"  # the rest stays shown
     nvim.type("<M-Down>")
     nvim.wait("vim.api.nvim_buf_line_count(0) == 2", 10)
     assert nvim.api.current.buffer[:] == ["total = sum(x)", ""]
     assert nvim.lua("return vim.api.nvim_win_get_cursor(0)") == [2, 0]
+    assert nvim.lua(f"return {SHOWN}.text") == "print(total)"
 
 
 def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(native, tmp_path):

@@ -68,6 +68,19 @@ def test_a_markdown_diagnostic_targets_its_lines():
     assert offered(document, params(document, 5, 5, [diagnostic])) == [("markdown", table_start, table_end)]
 
 
+def test_markdown_diagnostics_and_the_selection_are_one_fix_over_all_of_them():
+    text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\n```python\nprint(1)\n"
+    document = Document("file:///a.md", "markdown", 1, text)
+    table, fence = diagnose(document, "utf-16")
+    start = text.index("| a")
+    [(name, first, last)] = offered(document, params(document, len(text), len(text), [table, fence]))
+    assert (name, first, last) == ("markdown", start, len(text))  # one entry: the table's lines to the fence's end
+    assert [t for t in offered(document, params(document, 0, len(text), [table, fence])) if t[0] == "markdown"] == [
+        ("markdown", 0, len(text))]  # the selection, which holds both
+    [target] = targets(document, params(document, len(text), len(text), [table, fence]), "utf-16")
+    assert target.diagnostics == (table, fence)
+
+
 def test_only_filters_by_kind_prefix():
     document = Document("file:///a.json", "json", 1, '{"a": 1,}')
     assert offered(document, params(document, 0, 9, only=[types.CodeActionKind.Refactor])) == [("regenerate", 0, 9)]

@@ -155,6 +155,17 @@ async def test_markdown_selection_gets_fences_emphasis_and_lists_fixed(editor):
     assert markdown_rules.problems(fixed) == []
 
 
+async def test_one_fix_markdown_entry_fixes_the_table_and_the_fence_in_one_application(editor):
+    text = "# Notes\n\n| a | b |\n|---|---|\n| 1 |\n\n```python\nprint(1)\n"
+    uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
+    assert {d.code for d in diagnostics} == {"markdown-table", "markdown-fence"}
+    for where in (span(text, "| 1 |"), span(text, text)):  # at the table, with both diagnostics; everything selected
+        actions = await code_actions(editor, uri, where, diagnostics, only=[types.CodeActionKind.QuickFix])
+        assert [action.title for action in actions] == [FIX_MARKDOWN]
+        fixed, _ = applied(text, actions[0], uri)
+        assert markdown_rules.problems(fixed) == [] and fixed.startswith("# Notes\n\n| a | b |\n")
+
+
 async def test_regenerate_is_offered_for_any_language_and_touches_only_the_selection(editor):
     text = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
     uri = editor.open(text, "python", ".py")

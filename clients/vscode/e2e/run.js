@@ -5,12 +5,15 @@
 // CONFIG: { url, python: { file, cursors: [[line, character], ...] }, json: { file }, screenshot }
 // (0-based cursors, each after a character that is typed again there; json and screenshot are
 // optional). Prints one JSON line: { suggestion: { line, character, text }, json: { fixed } } or { error }.
+// CONFIG with `typing: { file, line, text }` instead: types `text` one key at a time at the
+// start of (empty) `line` and prints { typed: the suggestion then shown, or null }.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 const { browserPath } = require('./browser');
 
 const FIRST_ANSWER_MS = 180000; // the first request waits for the model to load
 const ANSWER_MS = 45000;
+const KEY_DELAY_MS = 50; // between two keys typed as a person does
 const GHOST = '.ghost-text-decoration, .ghost-text';
 
 /** Opens `name` from the Explorer, as a click would, and waits for its editor to have focus. */
@@ -58,6 +61,18 @@ async function suggestion(page, config, lines) {
   return null;
 }
 
+/** Types `config.typing.text` at the start of its line, a key at a time, then waits for a suggestion. */
+async function typed(page, config) {
+  await openFile(page, config.typing.file);
+  await goTo(page, config.typing.line, 0);
+  await page.keyboard.type(config.typing.text, { delay: KEY_DELAY_MS });
+  const ghost = await page.waitForSelector(GHOST, { timeout: FIRST_ANSWER_MS }).catch(() => null);
+  if (config.screenshot) {
+    await page.screenshot({ path: config.screenshot });
+  }
+  return ghost && (await ghost.textContent()).replace(/\u00a0/g, ' ');
+}
+
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
  * asking again (as a user would) until the server, which starts with the file, offers it. */
 async function fixJson(page, config) {
@@ -97,14 +112,18 @@ async function fixJson(page, config) {
 
 async function main(configPath) {
   const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
-  const lines = fs.readFileSync(config.python.path, 'utf8').split('\n');
   const browser = await chromium.launch({ executablePath: browserPath(), args: ['--no-sandbox'] });
   try {
     const page = await browser.newPage({ viewport: { width: 1100, height: 600 } });
     await page.goto(config.url, { timeout: 180000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 120000 });
-    await openFile(page, config.python.file);
     try {
+      if (config.typing) {
+        console.log(JSON.stringify({ typed: await typed(page, config) }));
+        return;
+      }
+      await openFile(page, config.python.file);
+      const lines = fs.readFileSync(config.python.path, 'utf8').split('\n');
       const result = { suggestion: await suggestion(page, config, lines) };
       if (config.json) {
         result.json = await fixJson(page, config);

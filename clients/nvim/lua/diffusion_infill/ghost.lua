@@ -13,9 +13,12 @@ local AUTOMATIC, INVOKED = 2, 1 -- lsp.InlineCompletionTriggerKind
 local has_011 = vim.fn.has('nvim-0.11') == 1
 
 ---@class diffusion_infill.State
----@field shown? {row: integer, col: integer, text: string, hl: string} what the extmark shows
+---@field shown? {row: integer, col: integer, text: string, hl: string, hint?: string} what the extmark shows
 ---@field items lsp.InlineCompletionItem[] final items of the last request
 ---@field index integer the item shown
+---@field counted? boolean the user cycled: the item is shown with its number, even one of one
+---@field kept? {tick: integer, cursor: integer[]} the buffer right after a partial accept, which
+---  left the rest of the item shown: that edit is not a change to answer
 ---@field request? {id: integer, client: vim.lsp.Client, tick: integer, cursor: integer[]}
 ---@field timer? uv.uv_timer_t
 ---@field at? integer[] the cursor when the text or cursor last changed
@@ -63,29 +66,32 @@ local function fresh(buf, tick, pos)
   return api.nvim_buf_get_changedtick(buf) == tick and now[1] == pos[1] and now[2] == pos[2]
 end
 
---- Paints `text` at (row, col); a repaint of the same text is skipped (no flicker).
-local function show(buf, row, col, text, hl)
+--- Paints `text` at (row, col), and `hint` (which item of how many) after its last line; a repaint
+--- of the same text is skipped (no flicker).
+local function show(buf, row, col, text, hl, hint)
   local st = state(buf)
   local s = st.shown
-  if s and s.row == row and s.col == col and s.text == text and s.hl == hl then
+  if s and s.row == row and s.col == col and s.text == text and s.hl == hl and s.hint == hint then
     return
   end
   if text == '' then
     return M.clear(buf)
   end
-  local lines = vim.split(text, '\n', { plain = true })
-  local virt_lines = {}
-  for i = 2, #lines do
-    virt_lines[#virt_lines + 1] = { { lines[i], hl } }
+  local lines = {} ---@type [string, string][][]
+  for line in vim.gsplit(text, '\n', { plain = true }) do
+    lines[#lines + 1] = { { line, hl } }
+  end
+  if hint then
+    table.insert(lines[#lines], { hint, 'DiffusionInfillCount' })
   end
   api.nvim_buf_set_extmark(buf, M.ns, row, col, {
     id = MARK,
-    virt_text = { { lines[1], hl } },
+    virt_text = lines[1],
     virt_text_pos = 'inline',
-    virt_lines = #virt_lines > 0 and virt_lines or nil,
+    virt_lines = #lines > 1 and { unpack(lines, 2) } or nil,
     hl_mode = 'combine',
   })
-  st.shown = { row = row, col = col, text = text, hl = hl }
+  st.shown = { row = row, col = col, text = text, hl = hl, hint = hint }
 end
 
 function M.clear(buf)
@@ -148,7 +154,7 @@ function M.reset(buf)
   M.clear(buf)
   local st = states[buf]
   if st then
-    st.items, st.index = {}, 1
+    st.items, st.index, st.counted, st.kept = {}, 1, nil, nil
   end
 end
 
@@ -187,7 +193,8 @@ local function show_item(buf)
     return M.clear(buf)
   end
   local row, col = unpack(cursor())
-  show(buf, row, col, display(buf, item, client.offset_encoding), 'DiffusionInfillGhost')
+  local hint = (st.counted or #st.items > 1) and (' (%d/%d)'):format(st.index, #st.items) or nil
+  show(buf, row, col, display(buf, item, client.offset_encoding), 'DiffusionInfillGhost', hint)
 end
 
 --- Sends textDocument/inlineCompletion for the cursor; the answer is drawn if still fresh.
@@ -323,9 +330,20 @@ local function part(text, how)
   return text
 end
 
---- Inserts the word, line or all of `text` at the cursor (partial accept of a native item).
-function M.insert_part(buf, text, how)
-  insert(buf, part(text, how))
+--- Inserts the word or line of `text` that `how` names (a partial accept; of a native item too),
+--- and shows the rest of it as an item of its own, with `command` (the accepted item's: run when
+--- that rest is accepted).
+function M.insert_part(buf, text, how, command)
+  local piece = part(text, how)
+  insert(buf, piece)
+  local rest = text:sub(#piece + 1)
+  if rest == '' then
+    return
+  end
+  local st = state(buf)
+  st.items, st.index = { { insertText = rest, command = command } }, 1
+  st.kept = { tick = api.nvim_buf_get_changedtick(buf), cursor = cursor() }
+  show_item(buf)
 end
 
 --- Accepts what is shown: `how` is 'all', 'word' or 'line'. Returns false when nothing is shown.
@@ -354,7 +372,7 @@ function M.accept(buf, how)
     end
     exec_accept(buf, item)
   else
-    insert(buf, part(text, how))
+    M.insert_part(buf, text, how, item and item.command)
   end
   return true
 end
@@ -363,6 +381,7 @@ end
 function M.cycle(buf, step)
   buf = buf or api.nvim_get_current_buf()
   local st = state(buf)
+  st.counted = true
   if #st.items <= 1 then
     return M.request(buf, INVOKED)
   end
@@ -375,8 +394,14 @@ function M.attach(buf)
   local group = api.nvim_create_augroup('diffusion_infill_' .. buf, { clear = true })
   local opts = config.options
   local function changed()
+    local st, now = state(buf), cursor()
+    st.at = now
+    local kept = st.kept
+    if kept and kept.tick == api.nvim_buf_get_changedtick(buf) and kept.cursor[1] == now[1]
+        and kept.cursor[2] == now[2] then
+      return -- the partial accept's own edit: its rest stays shown
+    end
     M.reset(buf)
-    state(buf).at = cursor()
     if opts.auto_trigger and not opts.native then
       M.schedule(buf)
     end

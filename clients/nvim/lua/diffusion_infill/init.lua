@@ -39,6 +39,20 @@ local function native_hide(buf)
   end
 end
 
+--- After an edit in native mode: Neovim's stale item and its pending request go, and its
+--- debounce starts again from this edit, so that it asks once when typing pauses. (It starts
+--- that timer on CursorMovedI, which comes before TextChangedI: aborting the timer here, as
+--- native_hide does, left it asking only on InsertEnter.) While the plugin shows the rest of a
+--- partly accepted item, Neovim asks nothing: its answer would be drawn beside that rest.
+local function native_edited(buf)
+  local completor = native_completor(buf)
+  if ghost.visible(buf) or not (completor and completor.abort and completor.automatic_request) then
+    return native_hide(buf)
+  end
+  completor:abort()
+  completor:automatic_request()
+end
+
 --- vim.lsp.inline_completion (0.12) draws an item without a range (ours: native_answer drops
 --- their empty ranges, so it draws inline) at the cursor minus the longest common prefix of its
 --- text and the code after the cursor, as if that code were part of the item, yet accepting it
@@ -91,7 +105,7 @@ local function native_accept(buf, how)
     bufnr = buf,
     on_accept = function(item)
       local text = type(item.insert_text) == 'table' and item.insert_text.value or item.insert_text
-      ghost.insert_part(buf, text, how)
+      ghost.insert_part(buf, text, how, item.command)
     end,
   })
 end
@@ -233,7 +247,7 @@ local function on_attach(client, buf)
       group = api.nvim_create_augroup('diffusion_infill_native_' .. buf, { clear = true }),
       buffer = buf,
       callback = function()
-        native_hide(buf)
+        native_edited(buf)
       end,
     })
   end
@@ -292,6 +306,7 @@ end
 local function highlights()
   api.nvim_set_hl(0, 'DiffusionInfillGhost', { fg = '#9b9ea4', ctermfg = 248, italic = true, default = true })
   api.nvim_set_hl(0, 'DiffusionInfillDraft', { fg = '#5c6066', ctermfg = 240, italic = true, default = true })
+  api.nvim_set_hl(0, 'DiffusionInfillCount', { link = 'MoreMsg', default = true }) -- ' (2/3)' when cycling
   if native() and api.nvim_get_hl(0, { name = 'ComplHint' }).link == 'NonText' then
     api.nvim_set_hl(0, 'ComplHint', { link = 'DiffusionInfillGhost' })
   end
