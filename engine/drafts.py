@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # engine.completion.confidence imports torch; drafts stay importable without it
     from engine.completion.confidence import Evidence
+    from engine.completion.sampler import PassCounts
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 
@@ -29,3 +30,4 @@ class Draft:
     prefill_ms: float = 0.0  # time spent encoding the prefix for this request
     confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.completion.confidence)
     evidence: Evidence | None = None  # final drafts: what that estimate was computed from
+    passes: PassCounts | None = None  # final drafts of the diffusion engine: where its denoising passes went
