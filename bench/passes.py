@@ -55,16 +55,20 @@ def stable_passes(result: dict) -> int:
     return max([1, *(row["pass_counts"]["unfinal_run"] for row in result["rows"])])
 
 
+def choose_bound(runs: dict[float, dict], reference: float) -> float:
+    """The largest bound whose edit similarity and exact match are no lower than the reference bound's."""
+    floor = runs[reference]
+    return max(bound for bound, run in runs.items() if run["edit_similarity_mean"] >= floor["edit_similarity_mean"]
+               and run["exact_match"] >= floor["exact_match"])
+
+
 def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
     """The checkpoint's sampler.json values, chosen on these cases; each run in its own process."""
     from engine.completion.sampler import DEFAULT_ENTROPY_BOUND
 
     runs = {bound: measure(cases, case_seed, model, threads, {"entropy_bound": bound, "stable_insertion": 0})
             for bound in sorted({*BOUNDS, DEFAULT_ENTROPY_BOUND})}
-    reference = runs[DEFAULT_ENTROPY_BOUND]
-    good = [bound for bound, run in runs.items() if run["edit_similarity_mean"] >= reference["edit_similarity_mean"]
-            and run["exact_match"] >= reference["exact_match"]]
-    bound = max(good)
+    bound = choose_bound(runs, DEFAULT_ENTROPY_BOUND)
     summary = {b: {k: round(r[k], 4) for k in ("edit_similarity_mean", "exact_match", "forward_passes_mean")}
                for b, r in runs.items()}
     return {"entropy_bound": bound, "stable_insertion": stable_passes(runs[bound]), "runs": summary}

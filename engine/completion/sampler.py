@@ -313,17 +313,16 @@ def entropy_bound_accept(logits: torch.Tensor, live: torch.BoolTensor, bound: fl
     """The live slots transformers' `EntropyBoundSampler.accept_canvas` accepts (arXiv:2505.24857): the
     lowest-entropy slots whose summed entropy less the largest stays within `bound`, so at least one.
 
-    It runs on each row's live slots packed to the front, padded with one-hot slots: pinned slots
-    have zero entropy, so the rule picks the same live slots as on the whole canvas, without an
-    entropy over every pinned slot's vocabulary."""
+    `logits` are pinned (one-hot) outside `live`. It runs on each row's live slots packed to the
+    front, a row with fewer padded with its pinned slots: those have zero entropy, so the rule picks
+    the same live slots as on the whole canvas, without an entropy over every pinned slot's vocabulary."""
     rows, length, vocab = logits.shape
     width = int(live.sum(dim=-1).max())
     if width == 0:
         return torch.zeros_like(live)
     order = torch.argsort((~live).int(), dim=-1, stable=True)[:, :width]  # live slots first, in canvas order
     packed_live = live.gather(-1, order)
-    packed = logits.gather(1, order.unsqueeze(-1).expand(rows, width, vocab))
-    packed = pin(packed, ~packed_live, torch.zeros_like(order))
+    packed = logits.gather(1, order.unsqueeze(-1).expand(rows, width, vocab))  # rows with fewer: pinned ones too
     sampler = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=float(bound)), width, vocab, 1)
     sampler.accept_canvas(order, order, packed, cur_step=1)  # only its mask is read
     accepted = sampler.accepted_token_mask & packed_live
