@@ -69,7 +69,7 @@ def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
     runs = {bound: measure(cases, case_seed, model, threads, {"entropy_bound": bound, "stable_insertion": 0})
             for bound in sorted({*BOUNDS, DEFAULT_ENTROPY_BOUND})}
     bound = choose_bound(runs, DEFAULT_ENTROPY_BOUND)
-    summary = {b: {k: round(r[k], 4) for k in ("edit_similarity_mean", "exact_match", "forward_passes_mean")}
+    summary = {b: {k: round(r[k], 4) for k in (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")}
                for b, r in runs.items()}
     return {"entropy_bound": bound, "stable_insertion": stable_passes(runs[bound]), "runs": summary}
 

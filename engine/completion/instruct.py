@@ -87,7 +87,7 @@ class InstructEngine:
             self.loaded.model.generate(
                 input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
                 t_min=denoise.t_min, t_max=denoise.t_max,
-                sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
+                sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.bound())),
             )
 
         step, text = 0, ""

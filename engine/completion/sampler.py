@@ -68,6 +68,10 @@ class DenoiseSettings:
     # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
     live_logits: bool = True
 
+    def bound(self) -> float:
+        """The entropy bound in force: this one, else the default."""
+        return DEFAULT_ENTROPY_BOUND if self.entropy_bound is None else self.entropy_bound
+
     def for_checkpoint(self, directory: str | Path | None) -> DenoiseSettings:
         """These settings with the checkpoint's tuned values where they are left to it (None)."""
         tuned = load_tuning(directory)
@@ -332,8 +336,7 @@ def entropy_bound_accept(logits: torch.Tensor, live: torch.BoolTensor, bound: fl
 def accept(logits: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor,
            settings: DenoiseSettings) -> torch.BoolTensor:
     """Live slots kept this step: the entropy bound's, and those at least `accept_probability` likely."""
-    bound = DEFAULT_ENTROPY_BOUND if settings.entropy_bound is None else settings.entropy_bound
-    accepted = entropy_bound_accept(logits, live, bound)
+    accepted = entropy_bound_accept(logits, live, settings.bound())
     if settings.accept_probability > 0:
         accepted |= live & (top >= settings.accept_probability)
     return accepted
