@@ -1,5 +1,6 @@
 """Specification of one inline completion (engine.completion.infill): prefix cache, drafts, closure."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -8,7 +9,7 @@ import torch
 from engine import closure
 from engine.completion import canvas as canvas_layout
 from engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache, typed_along
-from engine.completion.sampler import DenoiseSettings
+from engine.completion.sampler import DenoiseSettings, save_tuning
 from engine.loading import LoadedModel
 from engine.settings import EngineSettings
 
@@ -413,3 +414,25 @@ def test_typed_along_is_none_when_the_typing_differs_or_finishes_it():
     assert typed_along(("x = le", "n(items)"), "x = lo") is None
     assert typed_along(("x = le", "n(items)"), "x = len(items)") is None
     assert typed_along(None, "x = ") is None
+
+
+# The sampler's settings tuned for the checkpoint, and where the passes went
+
+
+def test_the_engine_takes_the_checkpoints_sampler_json_where_settings_leave_it(tiny_loaded, tmp_path):
+    save_tuning(tmp_path, {"entropy_bound": 3.0, "stable_insertion": 2}, "test")
+    tuned = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)), EngineSettings())
+    chosen = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)),
+                          EngineSettings(denoise=DenoiseSettings(entropy_bound=0.2)))
+
+    assert (tuned.settings.denoise.entropy_bound, tuned.settings.denoise.stable_insertion) == (3.0, 2)
+    assert (chosen.settings.denoise.entropy_bound, chosen.settings.denoise.stable_insertion) == (0.2, 2)
+
+
+def test_the_final_draft_says_where_its_passes_went(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded, denoise=ALL_SLOTS), "x = ", "\n")
+
+    counts = drafts[-1].passes
+    assert counts.passes == drafts[-1].step == len(drafts) - 1
+    assert counts.one_token + counts.without_reveal <= counts.passes
+    assert all(draft.passes is None for draft in drafts[:-1])
