@@ -7,11 +7,12 @@ came after the insertion up to END was already the final one, or accepted only s
 the final END (engine.completion.sampler.PassCounts); then the totals.
 
 `--tune` re-derives the checkpoint's sampler.json (engine.completion.sampler.TUNED_FIELDS):
-`stable_insertion`, the longest run of passes whose insertion stayed the same and was still
-not the final one (stopping after that many unchanged passes never changed a final answer on
-these cases), and `entropy_bound`, the largest of BOUNDS whose edit similarity and exact
-match are no lower than those of the engine's default bound. `--write` saves it beside the
-checkpoint. Choose on tuning cases only, never on the reported seed (bench.compare.CASE_SEED).
+the temperature schedule (SCHEDULES) and then the entropy bound (BOUNDS) with the fewest
+forward passes among those whose edit similarity and exact match are no lower than the
+untuned settings' (transformers' schedule, bound 0.5), then `stable_insertion`, the longest
+run of passes whose insertion stayed the same and was still not the final one (stopping
+after that many unchanged passes never changed a final answer on these cases). `--write`
+saves it beside the checkpoint. Choose on tuning cases only, never on the reported seed (bench.compare.CASE_SEED).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from bench.cases import build_cases
 from bench.compare import CASE_SEED, Config, measure_in_fresh_process
 from cli.inputs import positive_int
 
-BOUNDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+BOUNDS = (1.0, 2.0, 4.0, 8.0)  # above the untuned 0.5: a smaller bound only costs passes
+SCHEDULES = ({"t_min": 0.1, "t_max": 0.3},)  # colder than transformers' 0.8 to 0.4
 SUMMARY = ("edit_similarity_mean", "exact_match", "forward_passes_mean", "tokens_per_forward_mean", "step_ms_median",
            "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50")
 COUNTS = ("passes", "without_reveal", "one_token", "redecided", "after_final", "past_end")
@@ -55,23 +57,29 @@ def stable_passes(result: dict) -> int:
     return max([1, *(row["pass_counts"]["unfinal_run"] for row in result["rows"])])
 
 
-def choose_bound(runs: dict[float, dict], reference: float) -> float:
-    """The largest bound whose edit similarity and exact match are no lower than the reference bound's."""
-    floor = runs[reference]
-    return max(bound for bound, run in runs.items() if run["edit_similarity_mean"] >= floor["edit_similarity_mean"]
-               and run["exact_match"] >= floor["exact_match"])
+def choose(runs: list[tuple[dict, dict]], reference: dict) -> tuple[dict, dict]:
+    """The run with the fewest forward passes among those whose edit similarity and exact match are no
+    lower than the reference's, and its settings."""
+    good = [(values, run) for values, run in runs if run["edit_similarity_mean"] >= reference["edit_similarity_mean"]
+            and run["exact_match"] >= reference["exact_match"]]
+    return min(good, key=lambda item: item[1]["forward_passes_mean"])
 
 
 def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
-    """The checkpoint's sampler.json values, chosen on these cases; each run in its own process."""
-    from engine.completion.sampler import DEFAULT_ENTROPY_BOUND
+    """The checkpoint's sampler.json values, chosen on these cases (each run in its own process): the
+    schedule at the untuned bound, then the bound with that schedule, then the stability."""
+    from engine.completion.sampler import UNTUNED
 
-    runs = {bound: measure(cases, case_seed, model, threads, {"entropy_bound": bound, "stable_insertion": 0})
-            for bound in sorted({*BOUNDS, DEFAULT_ENTROPY_BOUND})}
-    bound = choose_bound(runs, DEFAULT_ENTROPY_BOUND)
-    summary = {b: {k: round(r[k], 4) for k in (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")}
-               for b, r in runs.items()}
-    return {"entropy_bound": bound, "stable_insertion": stable_passes(runs[bound]), "runs": summary}
+    def run(values: dict) -> tuple[dict, dict]:
+        return values, measure(cases, case_seed, model, threads, {**UNTUNED, **values, "stable_insertion": 0})
+
+    reference = run({})
+    schedule, _ = choose([reference, *(run(s) for s in SCHEDULES)], reference[1])
+    chosen, chosen_run = choose([run(schedule), *(run({**schedule, "entropy_bound": b}) for b in BOUNDS)],
+                                reference[1])
+    values = {**UNTUNED, **chosen, "stable_insertion": stable_passes(chosen_run)}
+    summary = {k: round(chosen_run[k], 4) for k in (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")}
+    return {"values": values, "chosen": summary, "reference": {k: round(reference[1][k], 4) for k in summary}}
 
 
 def main() -> int:
@@ -94,8 +102,7 @@ def main() -> int:
         tuned = tune(args.cases, args.case_seed, args.model, args.threads)
         print(json.dumps(tuned))
         if args.write:
-            values = {k: tuned[k] for k in ("entropy_bound", "stable_insertion")}
-            save_tuning(args.model or EMBEDDED_MODEL, values,
+            save_tuning(args.model or EMBEDDED_MODEL, tuned["values"],
                         f"bench.passes --tune, {args.cases} cases, case seed {args.case_seed}")
         return 0
     overrides = {}

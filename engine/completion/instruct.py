@@ -78,7 +78,7 @@ class InstructEngine:
                  start_text: str | None = None) -> Iterator[Draft]:
         """Yields a Draft per denoising step, then a final closure-valid one. `start_text` is unused:
         `generate` starts from its own noise."""
-        denoise = self.settings.denoise
+        denoise = self.settings.denoise.for_checkpoint(self.loaded.source).resolved()
         max_new = self.settings.max_gap_tokens or self.loaded.model.config.canvas_length
         input_ids = self.prompt_ids(request)
 
@@ -87,7 +87,7 @@ class InstructEngine:
             self.loaded.model.generate(
                 input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
                 t_min=denoise.t_min, t_max=denoise.t_max,
-                sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.bound())),
+                sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
             )
 
         step, text = 0, ""

@@ -46,39 +46,39 @@ from engine.tokens import SpecialIds
 
 PINNED = 1e4  # logit that makes a slot's distribution one-hot: zero entropy
 TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for it on tuning cases
-DEFAULT_ENTROPY_BOUND = 0.5  # for a checkpoint without sampler.json
+# for a checkpoint without sampler.json (and a setting left to it): transformers' schedule and stopping
+UNTUNED = {"entropy_bound": 0.5, "t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}
 
 
 @dataclass(frozen=True)
 class DenoiseSettings:
     max_steps: int = 24  # upper bound on decoder forward passes
-    # summed entropy of the slots accepted per step; None: the checkpoint's (sampler.json), else 0.5
-    entropy_bound: float | None = None
+    # None below: the checkpoint's value (sampler.json), else UNTUNED's
+    entropy_bound: float | None = None  # summed entropy of the slots accepted per step
     # also accept every live slot whose top probability is at least this (Fast-dLLM: 0.9); 0: off
     accept_probability: float = 0.0
-    t_min: float = 0.4  # temperature at the last step
-    t_max: float = 0.8  # temperature at the first step
+    t_min: float | None = None  # temperature at the last step
+    t_max: float | None = None  # temperature at the first step
     stability_threshold: int = 1  # steps the argmax must stay unchanged to stop
     # Mean entropy (nats per live slot) under which a stable canvas stops before every slot
     # is revealed; what ends a mask-noise loop is usually the last masked slot revealed.
     confidence_threshold: float = 0.05
-    # stop once the insertion up to END has been the same for this many steps, however unsure;
-    # None: the checkpoint's (sampler.json), else 0 (off)
+    # stop once the insertion up to END has been the same for this many steps, however unsure; 0: off
     stable_insertion: int | None = None
     # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
     live_logits: bool = True
-
-    def bound(self) -> float:
-        """The entropy bound in force: this one, else the default."""
-        return DEFAULT_ENTROPY_BOUND if self.entropy_bound is None else self.entropy_bound
 
     def for_checkpoint(self, directory: str | Path | None) -> DenoiseSettings:
         """These settings with the checkpoint's tuned values where they are left to it (None)."""
         tuned = load_tuning(directory)
         return replace(self, **{k: v for k, v in tuned.items() if getattr(self, k) is None})
 
+    def resolved(self) -> DenoiseSettings:
+        """Every setting left to the checkpoint and not tuned for it at UNTUNED's value."""
+        return replace(self, **{k: v for k, v in UNTUNED.items() if getattr(self, k) is None})
 
-TUNED_FIELDS = ("entropy_bound", "stable_insertion")
+
+TUNED_FIELDS = tuple(UNTUNED)
 
 
 def load_tuning(directory: str | Path | None) -> dict:
@@ -87,8 +87,7 @@ def load_tuning(directory: str | Path | None) -> dict:
         return {}
     try:
         data = json.loads((Path(directory) / TUNING_FILE).read_text())
-        return {name: type_(data[name]) for name, type_ in (("entropy_bound", float), ("stable_insertion", int))
-                if name in data}
+        return {name: type(UNTUNED[name])(data[name]) for name in TUNED_FIELDS if name in data}
     except (OSError, ValueError, TypeError):
         return {}
 
@@ -336,7 +335,7 @@ def entropy_bound_accept(logits: torch.Tensor, live: torch.BoolTensor, bound: fl
 def accept(logits: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor,
            settings: DenoiseSettings) -> torch.BoolTensor:
     """Live slots kept this step: the entropy bound's, and those at least `accept_probability` likely."""
-    accepted = entropy_bound_accept(logits, live, settings.bound())
+    accepted = entropy_bound_accept(logits, live, settings.entropy_bound)
     if settings.accept_probability > 0:
         accepted |= live & (top >= settings.accept_probability)
     return accepted
@@ -399,6 +398,7 @@ def denoise(
     (pinned suffix slots and the slots after that END need none) and the entropy on the live
     slots only; the tokens are those of the whole-canvas computation.
     """
+    settings = settings.resolved()
     device = model.device
     layout = _canvas(canvas, batch, ids, device)
     shape = tuple(layout.tokens.shape)
@@ -407,7 +407,7 @@ def denoise(
     logits_processor.append(LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max,
                                                                       settings.max_steps))
     stable = _Stability(settings.stability_threshold)
-    insertion_stable = _Stability(settings.stable_insertion or 0)
+    insertion_stable = _Stability(settings.stable_insertion)
     banned = torch.tensor([ids.mask, ids.pad, ids.bos, *ids.unwritten], device=device)
     current = torch.where(layout.known, layout.tokens, start if start is not None else noise_kind.canvas)
     carried = noise_kind.held(current, layout)  # gap slots holding a token going into a step
