@@ -30,6 +30,7 @@ BOUNDS = (1.0, 2.0, 4.0, 8.0)  # above the untuned 0.5: a smaller bound only cos
 SCHEDULES = ({"t_min": 0.1, "t_max": 0.3},)  # colder than transformers' 0.8 to 0.4
 SUMMARY = ("edit_similarity_mean", "exact_match", "forward_passes_mean", "tokens_per_forward_mean", "step_ms_median",
            "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50")
+REPORTED = (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")
 COUNTS = ("passes", "without_reveal", "one_token", "redecided", "after_final", "past_end")
 
 
@@ -70,16 +71,19 @@ def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
     schedule at the untuned bound, then the bound with that schedule, then the stability."""
     from engine.completion.sampler import UNTUNED
 
+    runs = []
+
     def run(values: dict) -> tuple[dict, dict]:
-        return values, measure(cases, case_seed, model, threads, {**UNTUNED, **values, "stable_insertion": 0})
+        result = measure(cases, case_seed, model, threads, {**UNTUNED, **values, "stable_insertion": 0})
+        runs.append({**values, **{k: round(result[k], 4) for k in REPORTED}})
+        return values, result
 
     reference = run({})
     schedule, _ = choose([reference, *(run(s) for s in SCHEDULES)], reference[1])
     chosen, chosen_run = choose([run(schedule), *(run({**schedule, "entropy_bound": b}) for b in BOUNDS)],
                                 reference[1])
     values = {**UNTUNED, **chosen, "stable_insertion": stable_passes(chosen_run)}
-    summary = {k: round(chosen_run[k], 4) for k in (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")}
-    return {"values": values, "chosen": summary, "reference": {k: round(reference[1][k], 4) for k in summary}}
+    return {"values": values, "runs": runs}
 
 
 def main() -> int:
