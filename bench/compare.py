@@ -54,11 +54,16 @@ class Config:
 DIFFUSION = Config("diffusion", "diffusion")
 AUTOREGRESSIVE = Config("autoregressive", "autoregressive")
 ABLATIONS = (
-    Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0}),
+    Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0, "stable_insertion": 0}),
     Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
     # Above the live slots' mean entropy at the first step (about 3.7 nats): most slots accepted at once.
     Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
+    # issue 26's levers: Fast-dLLM's threshold beside the entropy bound, then alone (one slot a pass at least)
+    Config("diffusion, accept above probability 0.9", "diffusion", {"accept_probability": 0.9}),
+    Config("diffusion, probability 0.9 and one slot a pass", "diffusion",
+           {"accept_probability": 0.9, "entropy_bound": 1e-9}),
+    Config("diffusion, stop once the insertion is 1 pass stable", "diffusion", {"stable_insertion": 1}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
     Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
     # the levers of a cheaper step, each off (docs/performance.md)

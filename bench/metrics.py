@@ -7,6 +7,7 @@ import difflib
 import itertools
 import statistics
 import time
+from dataclasses import asdict
 
 from engine import closure
 from engine.drafts import InfillRequest
@@ -64,11 +65,18 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "forward_passes": passes,
         "tokens": tokens,
         "tokens_per_forward": tokens / max(passes, 1),
+        # where the diffusion engine's denoising passes went (engine.completion.sampler.PassCounts); the
+        # baseline's every pass writes a token and none follows its END
+        "pass_counts": asdict(draft.passes) if draft.passes else None,
         "prefill_ms": draft.prefill_ms,
         "first_draft_ms": first * 1000,
         "step_ms": [step * 1000 for step in steps],
         "total_ms": total * 1000,
     }
+
+
+def _passes(row: dict, kind: str) -> int:
+    return row["pass_counts"][kind] if row.get("pass_counts") else 0
 
 
 def aggregate(rows: list[dict]) -> dict:
@@ -82,6 +90,8 @@ def aggregate(rows: list[dict]) -> dict:
         "duplicated_closer_rate": sum(r["duplicated_closer"] for r in rows) / len(rows),
         "forward_passes_mean": statistics.fmean(r["forward_passes"] for r in rows),
         "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in rows),
+        "passes_without_reveal_mean": statistics.fmean(_passes(r, "without_reveal") for r in rows),
+        "passes_after_final_mean": statistics.fmean(_passes(r, "after_final") for r in rows),
         # length: small diffusion models end insertions early; these show it beside the truth
         "insertion_chars_mean": statistics.fmean(len(r["text"].strip()) for r in rows),
         "expected_chars_mean": statistics.fmean(len(r["expected"].strip()) for r in rows),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # engine.completion.confidence imports torch; drafts stay importable without it
     from engine.completion.confidence import Evidence
+    from engine.completion.sampler import PassCounts
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 # Where a final completion comes from: a model's run, the document's own draft
@@ -34,3 +35,4 @@ class Draft:
     confidence: float | None = None  # final drafts: estimated chance of being accepted (engine.completion.confidence)
     evidence: Evidence | None = None  # final drafts: what that estimate was computed from
     source: str = MODEL  # SOURCES: where the text comes from
+    passes: PassCounts | None = None  # final drafts of the diffusion engine: where its denoising passes went

@@ -20,7 +20,6 @@ from pathlib import Path
 import torch
 
 CALIBRATION_FILE = "confidence.json"
-PINNED_LOGIT = 1e3  # above any live slot's logit: such a slot is clamped, revealed before, or past END
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,11 @@ class SlotLogprobs:
         self.logprob = torch.zeros(len(gap))
 
     @torch.no_grad()
-    def observe(self, logits: torch.Tensor, chosen: torch.LongTensor) -> None:
-        """`logits` (canvas, vocab) of one step, after its processors; `chosen` (canvas,) its draft."""
+    def observe(self, logits: torch.Tensor, chosen: torch.LongTensor, live: torch.BoolTensor) -> None:
+        """`logits` (canvas, vocab) of one step, after its processors; `chosen` (canvas,) its draft;
+        `live` (canvas,) the slots the step decided (engine.completion.sampler.Step.live)."""
         window = logits[self.gap.start : self.gap.stop].float()
-        live = window.max(dim=-1).values < PINNED_LOGIT
+        live = live[self.gap.start : self.gap.stop]
         scores = torch.log_softmax(window, dim=-1).gather(-1, chosen[self.gap.start : self.gap.stop, None])[:, 0]
         self.logprob = torch.where(live, scores, self.logprob)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import torch
 from transformers.cache_utils import DynamicCache
@@ -20,7 +21,7 @@ from engine.completion import canvas as canvas_layout
 from engine.completion.confidence import Calibration, SlotLogprobs, assess
 from engine.completion.insertion import insertion_text, longest_valid
 from engine.completion.prefix import EncodedContext, encode_context, healing_candidates
-from engine.completion.sampler import SlotBan, SlotVocabulary, Step, denoise
+from engine.completion.sampler import PassCounts, PassLog, SlotBan, SlotVocabulary, Step, denoise
 from engine.drafts import Draft, InfillRequest
 from engine.loading import LoadedModel
 from engine.settings import EngineSettings
@@ -65,7 +66,9 @@ class InfillEngine:
         if problem := loaded.canvas_problem:
             raise ValueError(f"{problem}; use engine.completion.instruct")
         self.loaded = loaded
-        self.settings = settings or EngineSettings()
+        settings = settings or EngineSettings()
+        # the entropy bound and stability left to the checkpoint: its sampler.json (bench/tune_sampler.py)
+        self.settings = replace(settings, denoise=settings.denoise.for_checkpoint(loaded.source))
         self.prefix_cache = PrefixCache()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
 
@@ -105,14 +108,15 @@ class InfillEngine:
         processors = self._processors(context, gap)
 
         step, entropy, repairs = 0, 0.0, 0
-        chosen = SlotLogprobs(gap)
+        chosen, passes = SlotLogprobs(gap), PassLog()
         denoise_settings = self.settings.denoise
         while True:
             last: Step | None = None
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 step, entropy = step + 1, float(last.mean_entropy[0])
-                chosen.observe(last.logits[0], last.argmax[0])
+                chosen.observe(last.logits[0], last.argmax[0], last.live[0])
+                passes.observe(last, gap, ids.end)
                 yield Draft(self._text(self._draft_tokens(last, gap), context, request), step, entropy,
                             final=False, prefill_ms=prefill_ms)
             if cancelled() or last is None:
@@ -131,7 +135,8 @@ class InfillEngine:
             text = self._text(tokens, context, request)
             report = closure.check(request.prefix, text, request.suffix, request.language)
             if report.valid:
-                yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms)
+                yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms,
+                                  passes.counts())
                 return
             if repairs == self.settings.repair_rounds:
                 break
@@ -140,14 +145,15 @@ class InfillEngine:
             start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
             denoise_settings = self.settings.repair_settings()
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
-        yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms)
+        yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms,
+                          passes.counts())
 
     def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
-               entropy: float, prefill_ms: float) -> Draft:
+               entropy: float, prefill_ms: float, passes: PassCounts) -> Draft:
         """The final draft, with its evidence and (when the checkpoint is calibrated) its confidence."""
         found, confidence = assess(self.calibration, logprobs, text, request.prefix, cut)
         return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
-                     evidence=found)
+                     evidence=found, passes=passes)
 
     def _draft_tokens(self, step: Step, gap: range) -> list[int]:
         """What a draft shows: with mask noise only the revealed slots up to the first masked one,

@@ -78,7 +78,7 @@ class InstructEngine:
                  start_text: str | None = None) -> Iterator[Draft]:
         """Yields a Draft per denoising step, then a final closure-valid one. `start_text` is unused:
         `generate` starts from its own noise."""
-        denoise = self.settings.denoise
+        denoise = self.settings.denoise.for_checkpoint(self.loaded.source).resolved()
         max_new = self.settings.max_gap_tokens or self.loaded.model.config.canvas_length
         input_ids = self.prompt_ids(request)
 

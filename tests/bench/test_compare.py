@@ -86,6 +86,17 @@ def test_the_forward_passes_count_the_prefill(quick_report):
     assert all(row["forward_passes"] >= 1 for row in saved["autoregressive"]["rows"])
 
 
+@SLOW
+def test_each_model_says_where_its_passes_went(quick_report):
+    """Diffusion: the mean over its rows' pass counts; the baseline, whose every pass writes a token: 0."""
+    report, out = quick_report
+    rows = json.loads((out / "bench.json").read_text())["diffusion"]["rows"]
+    for key, kind in (("passes_without_reveal_mean", "without_reveal"), ("passes_after_final_mean", "after_final")):
+        assert report["diffusion"][key] == sum(row["pass_counts"][kind] for row in rows) / len(rows)
+        assert report["autoregressive"][key] == 0
+    assert all(row["pass_counts"]["passes"] == row["forward_passes"] - 1 for row in rows)
+
+
 def test_a_missing_baseline_names_the_path_and_how_to_train_it(console_script, tmp_path):
     result = subprocess.run([console_script, "bench", "--quick", "--baseline", str(tmp_path / "none")],
                             capture_output=True, text=True, timeout=120)

@@ -52,3 +52,12 @@ def test_the_step_median_pools_the_steps_of_every_case():
            "text": "abcd", "expected": "abcdefgh"}
     assert aggregate([{**row, "step_ms": [1.0, 2.0]}, {**row, "step_ms": [9.0]}])["step_ms_median"] == 2.0
     assert aggregate([{**row, "step_ms": []}])["step_ms_median"] is None
+
+
+def test_pass_counts_average_over_cases_and_count_zero_for_an_engine_without_them():
+    row = {"exact": True, "similarity": 1.0, "valid": True, "duplicated_closer": False, "forward_passes": 4,
+           "tokens_per_forward": 0.5, "prefill_ms": 1.0, "first_draft_ms": 2.0, "step_ms": [3.0], "total_ms": 10.0,
+           "kind": "line", "text": "abcd", "expected": "abcdefgh", "pass_counts": None}
+    counted = {**row, "pass_counts": {"without_reveal": 3, "after_final": 1}}
+    result = aggregate([row, counted])
+    assert result["passes_without_reveal_mean"] == 1.5 and result["passes_after_final_mean"] == 0.5

@@ -56,11 +56,11 @@ def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():
     log = SlotLogprobs(range(1, 4))
     first = torch.zeros(5, 3)
     first[1:4] = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    log.observe(first, torch.tensor([0, 0, 1, 2, 0]))
+    log.observe(first, torch.tensor([0, 0, 1, 2, 0]), torch.tensor([False, True, True, True, False]))
     later = first.clone()
     later[1] = torch.tensor([1e4, -1e4, -1e4])  # pinned: revealed earlier, keeps its first score
     later[2] = torch.tensor([0.0, 5.0, 0.0])
-    log.observe(later, torch.tensor([0, 0, 1, 2, 0]))
+    log.observe(later, torch.tensor([0, 0, 1, 2, 0]), torch.tensor([False, False, True, True, False]))
     scores = log.first(3)
     assert abs(scores[0] - torch.log_softmax(torch.tensor([2.0, 0, 0]), 0)[0].item()) < 1e-6
     assert abs(scores[1] - torch.log_softmax(torch.tensor([0, 5.0, 0]), 0)[1].item()) < 1e-6
@@ -69,11 +69,11 @@ def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():
 
 def test_a_grown_gap_keeps_the_scores_of_its_first_slots_and_scores_the_new_ones():
     log = SlotLogprobs(range(0, 2))
-    log.observe(torch.tensor([[3.0, 0.0], [0.0, 3.0], [0.0, 0.0]]), torch.tensor([0, 1, 0]))
+    log.observe(torch.tensor([[3.0, 0.0], [0.0, 3.0], [0.0, 0.0]]), torch.tensor([0, 1, 0]), torch.ones(3, dtype=bool))
     before = log.first(2)
     log.grow(range(0, 3))
     pinned = torch.tensor([[1e4, -1e4], [-1e4, 1e4], [0.0, 1.0]])  # the first two slots carried over, revealed
-    log.observe(pinned, torch.tensor([0, 1, 1]))
+    log.observe(pinned, torch.tensor([0, 1, 1]), torch.tensor([False, False, True]))
     scores = log.first(3)
     assert scores[:2] == before
     assert abs(scores[2] - torch.log_softmax(torch.tensor([0.0, 1.0]), 0)[1].item()) < 1e-6

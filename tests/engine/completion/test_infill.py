@@ -10,7 +10,7 @@ from engine import closure
 from engine.completion import canvas as canvas_layout
 from engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache
 from engine.completion.prefix import encode_context
-from engine.completion.sampler import DenoiseSettings
+from engine.completion.sampler import DenoiseSettings, save_tuning
 from engine.loading import LoadedModel
 from engine.settings import EngineSettings
 
@@ -433,3 +433,25 @@ def test_the_engine_keeps_no_completion_between_requests(tiny_loaded):
     torch.manual_seed(0)
     fresh = [draft.text for draft in complete(engine_for(tiny_loaded), typed, "\n")]
     assert after == fresh
+
+
+# The sampler's settings tuned for the checkpoint, and where the passes went
+
+
+def test_the_engine_takes_the_checkpoints_sampler_json_where_settings_leave_it(tiny_loaded, tmp_path):
+    save_tuning(tmp_path, {"entropy_bound": 3.0, "stable_insertion": 2}, "test")
+    tuned = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)), EngineSettings())
+    chosen = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)),
+                          EngineSettings(denoise=DenoiseSettings(entropy_bound=0.2)))
+
+    assert (tuned.settings.denoise.entropy_bound, tuned.settings.denoise.stable_insertion) == (3.0, 2)
+    assert (chosen.settings.denoise.entropy_bound, chosen.settings.denoise.stable_insertion) == (0.2, 2)
+
+
+def test_the_final_draft_says_where_its_passes_went(tiny_loaded):
+    drafts = complete(engine_for(tiny_loaded, denoise=ALL_SLOTS), "x = ", "\n")
+
+    counts = drafts[-1].passes
+    assert counts.passes == drafts[-1].step == len(drafts) - 1
+    assert counts.one_token + counts.without_reveal <= counts.passes
+    assert all(draft.passes is None for draft in drafts[:-1])

@@ -9,7 +9,16 @@ from transformers import LogitsProcessor
 
 from engine.completion import canvas as canvas_layout
 from engine.completion.infill import PrefixCache
-from engine.completion.sampler import DenoiseSettings, SlotBan, SlotVocabulary, denoise
+from engine.completion.sampler import (
+    DenoiseSettings,
+    PassCounts,
+    PassLog,
+    SlotBan,
+    SlotVocabulary,
+    Step,
+    denoise,
+    save_tuning,
+)
 
 # never stops early: random weights are far from confident, and nothing is below 0 entropy
 NO_EARLY_STOP = DenoiseSettings(max_steps=4, confidence_threshold=0.0)
@@ -150,12 +159,111 @@ def test_runs_at_most_max_steps(model, cache, completion_canvas, ids, max_steps)
 
 
 def test_stops_early_once_stable_and_confident(model, cache, completion_canvas, ids):
-    # every slot pinned to END or past it: a stable, zero-entropy canvas after two steps
+    # every slot pinned to END or past it: a stable, zero-entropy canvas after two steps; uniform
+    # noise, since with mask noise the first step reveals everything and ends the loop anyway
     settings = DenoiseSettings(max_steps=8, stability_threshold=1, confidence_threshold=1.0)
-    steps = run(model, cache, completion_canvas, ids, settings, processors=end_at(0, ids))
+    steps = run(model, cache, completion_canvas, ids, settings, processors=end_at(0, ids), noise="uniform")
 
-    assert len(steps) < settings.max_steps
+    assert len(steps) == 2
     assert steps[-1].finished.all()
+
+
+def test_uniform_noise_runs_every_step_when_nothing_is_stable_and_confident(model, cache, completion_canvas, ids):
+    settings = DenoiseSettings(max_steps=8, stability_threshold=1, confidence_threshold=0.0)
+
+    assert len(run(model, cache, completion_canvas, ids, settings, processors=end_at(0, ids), noise="uniform")) == 8
+
+
+class Prefer(LogitsProcessor):
+    """A large bias towards one token per slot: the argmax is fixed, the entropy small but not zero."""
+
+    def __init__(self, tokens: dict[int, int], bias: float = 15.0):
+        self.tokens = tokens
+        self.bias = bias
+
+    def __call__(self, input_ids, scores, cur_step):
+        scores = scores.clone()
+        for slot, token in self.tokens.items():
+            scores[:, slot, token] += self.bias
+        return scores
+
+
+def settled_insertion(ids):
+    """Slots 0-3 written, END at slot 4: the insertion is the same from the first step on."""
+    return Prefer({0: 40, 1: 41, 2: 42, 3: 43, 4: ids.end})
+
+
+ONE_AT_A_TIME = DenoiseSettings(max_steps=12, confidence_threshold=0.0, entropy_bound=1e-9)
+
+
+def test_a_tiny_entropy_bound_reveals_one_slot_a_step(model, cache, completion_canvas, ids):
+    steps = run(model, cache, completion_canvas, ids, ONE_AT_A_TIME, processors=[settled_insertion(ids)])
+
+    assert len(steps) == 5
+    assert [int(step.revealed[0]) for step in steps] == [1] * 5
+    assert steps[-1].argmax[0, :5].tolist() == [40, 41, 42, 43, ids.end]
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+def test_stops_once_the_insertion_is_unchanged_for_stable_insertion_steps(model, cache, completion_canvas, ids,
+                                                                          passes):
+    settings = replace(ONE_AT_A_TIME, stable_insertion=passes)
+    steps = run(model, cache, completion_canvas, ids, settings, processors=[settled_insertion(ids)])
+
+    assert len(steps) == passes + 1
+    assert steps[-1].finished.all()
+    assert steps[-1].argmax[0, :5].tolist() == [40, 41, 42, 43, ids.end]
+
+
+def test_slots_at_least_accept_probability_likely_are_accepted_together(model, cache, completion_canvas, ids):
+    settings = replace(ONE_AT_A_TIME, accept_probability=0.9)
+    (step,) = run(model, cache, completion_canvas, ids, settings, processors=[settled_insertion(ids)])
+
+    assert int(step.revealed[0]) == 5
+    assert step.current[0, :5].tolist() == [40, 41, 42, 43, ids.end]
+
+
+# Acceptance: transformers' rule
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_entropy_bound_acceptance_is_transformers_accept_canvas_on_the_whole_canvas(seed):
+    """Packing the live slots changes nothing: pinned slots have zero entropy."""
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+        EntropyBoundSampler,
+        EntropyBoundSamplerConfig,
+    )
+
+    from engine.completion.sampler import entropy_bound_accept, pin
+
+    generator = torch.Generator().manual_seed(seed)
+    rows, length, vocab = 3, 10, 50
+    logits = torch.randn(rows, length, vocab, generator=generator) * 3
+    live = torch.rand(rows, length, generator=generator) < 0.6
+    bound = float(torch.rand(1, generator=generator) * 3)
+    canvas = torch.zeros(rows, length, dtype=torch.long)
+    pinned = pin(logits, ~live, canvas)
+    whole = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=bound), length, vocab, 1)
+    whole.accept_canvas(canvas, canvas, pinned, cur_step=1)
+
+    assert torch.equal(entropy_bound_accept(pinned, live, bound), whole.accepted_token_mask & live)
+
+
+# Live and pinned slots
+
+
+def test_live_slots_are_the_masked_gap_slots_before_end_and_the_rest_is_pinned(model, cache, completion_canvas,
+                                                                               ids):
+    steps = run(model, cache, completion_canvas, ids, ONE_AT_A_TIME, processors=[settled_insertion(ids)])
+
+    known = known_slots(completion_canvas)
+    assert steps[0].live[0].tolist() == [True] * 5 + [False] * (len(completion_canvas) - 5)
+    for earlier, later in itertools.pairwise(steps):
+        revealed = (earlier.current[0] != ids.mask) & ~known
+        assert torch.equal(later.live[0], ~known & ~revealed & steps[0].live[0])
+        pinned = ~later.live[0]
+        assert torch.equal(later.logits[0, pinned].argmax(-1), later.argmax[0, pinned])
+        assert torch.equal(later.accepted[0] & pinned, torch.zeros_like(pinned))
 
 
 # Revealing (mask noise)
@@ -330,3 +438,63 @@ def test_slot_ban_keeps_a_token_out_of_the_given_slots_only():
     assert torch.isinf(banned[0, :2, 4]).all()
     assert not torch.isinf(banned[0, 2:, :]).any()
     assert not torch.isinf(banned[0, :2, :4]).any()
+
+
+# Where the passes go
+
+
+def fake_step(insertion: list[int], accepted: list[int], revealed: int, redecided: int = 0, slots: int = 6):
+    """A Step of one row whose draft holds `insertion` (then mask) and that accepted `accepted` gap slots."""
+    argmax = torch.tensor([insertion + [0] * (slots - len(insertion))])
+    mask = torch.zeros(1, slots, dtype=torch.bool)
+    mask[0, accepted] = True
+    return Step(1, argmax, argmax, torch.zeros(1, slots, 2), torch.zeros(1), torch.zeros(1, dtype=torch.bool),
+                mask, mask, torch.tensor([revealed]), torch.tensor([redecided]))
+
+
+def test_pass_counts_say_what_each_pass_did():
+    end = 9
+    log = PassLog()
+    for step in (fake_step([5, end], [3], revealed=0),  # accepted only past the final END (it is at slot 2)
+                 fake_step([5, 6, end], [0], revealed=1),
+                 fake_step([5, 6, end], [1, 2], revealed=2, redecided=1),
+                 fake_step([5, 7, end], [1], revealed=1),
+                 fake_step([5, 6, end], [5], revealed=0)):
+        log.observe(step, range(0, 6), end)
+
+    assert log.counts() == PassCounts(passes=5, without_reveal=2, one_token=2, redecided=1, after_final=0,
+                                      past_end=2, unfinal_run=1)
+
+
+def test_passes_after_the_insertion_is_final_are_counted_and_the_longest_unfinal_run():
+    end = 9
+    log = PassLog()
+    for insertion in ([5, end], [5, end], [6, end], [6, end], [6, end]):
+        log.observe(fake_step(insertion, [0], revealed=1), range(0, 6), end)
+
+    counts = log.counts()
+    assert counts.after_final == 2 and counts.unfinal_run == 2
+
+
+# Tuned per checkpoint
+
+
+def test_settings_left_to_the_checkpoint_take_its_sampler_json(tmp_path):
+    save_tuning(tmp_path, {"entropy_bound": 2.0, "stable_insertion": 3}, "test")
+
+    tuned = DenoiseSettings().for_checkpoint(tmp_path)
+    assert (tuned.entropy_bound, tuned.stable_insertion) == (2.0, 3)
+    chosen = DenoiseSettings(entropy_bound=0.1).for_checkpoint(tmp_path)
+    assert (chosen.entropy_bound, chosen.stable_insertion) == (0.1, 3)
+
+
+def test_a_checkpoint_without_a_readable_sampler_json_keeps_the_defaults(tmp_path):
+    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
+    (tmp_path / "sampler.json").write_text("{not json")
+    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
+    assert DenoiseSettings().for_checkpoint(None) == DenoiseSettings()
+
+
+def test_only_the_tuned_fields_are_saved(tmp_path):
+    with pytest.raises(ValueError, match="max_steps"):
+        save_tuning(tmp_path, {"max_steps": 3}, "test")
