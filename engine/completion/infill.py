@@ -177,7 +177,8 @@ class InfillEngine:
         return start
 
     def _renoise_from(self, argmax: torch.LongTensor, layout, context: EncodedContext, bad_offset: int | None):
-        """The draft with every slot from the one holding `bad_offset` onward noised again."""
+        """The draft with every slot from the one holding `bad_offset` onward noised again, with the
+        checkpoint's own kind of noise."""
         gap, ids = layout.gaps[0], self.loaded.ids
         start = argmax.clone()
         keep, length = gap.start, -len(context.healed)
@@ -190,5 +191,9 @@ class InfillEngine:
             if bad_offset is not None and length > bad_offset:
                 break
             keep = position + 1
-        start[0, keep : gap.stop] = ids.mask
+        if self.loaded.spec.noise == "mask":
+            start[0, keep : gap.stop] = ids.mask
+        else:  # a uniform-noise checkpoint never saw the mask token: its noise is random tokens
+            vocab = self.loaded.model.config.text_config.vocab_size
+            start[0, keep : gap.stop] = torch.randint(0, vocab, (gap.stop - keep,), device=start.device)
         return start

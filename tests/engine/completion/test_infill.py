@@ -234,6 +234,26 @@ def test_repair_rounds_continue_the_step_count(tiny_loaded):
     assert steps == list(range(1, len(steps) + 1))
 
 
+@pytest.mark.parametrize("noise", ["mask", "uniform"])
+def test_a_repair_round_noises_the_bad_slots_with_the_checkpoints_own_noise(tiny_loaded, noise):
+    loaded = dataclasses.replace(tiny_loaded, spec=dataclasses.replace(tiny_loaded.spec, noise=noise))
+    engine = engine_for(loaded)
+    context = encode_context(loaded.tokenizer, loaded.ids.bos, "x = (", ")\n", loaded.spec.max_prefix,
+                             loaded.spec.suffix_head)
+    layout = canvas_layout.completion_canvas(context.suffix_ids, 8, loaded.spec.suffix_head, loaded.ids)
+    gap = layout.gaps[0]
+    word = loaded.tokenizer.encode("value", add_special_tokens=False)[0]
+    argmax = torch.tensor([layout.tokens]).clone()
+    argmax[0, gap.start : gap.stop] = word
+    torch.manual_seed(0)
+
+    start = engine._renoise_from(argmax, layout, context, bad_offset=0)  # the first slot already breaks it
+
+    noised = start[0, gap.start : gap.stop]
+    assert (noised == loaded.ids.mask).all() == (noise == "mask")
+    assert (noised != loaded.ids.mask).any() == (noise == "uniform")
+
+
 def test_brackets_only_check_when_the_language_is_unknown(tiny_loaded):
     final = complete(engine_for(tiny_loaded, mode="multi-line"), "f(a, [", "])\n", language=None)[-1]
 
