@@ -276,6 +276,9 @@ def _serve(args: argparse.Namespace) -> int:
     if address is None:
         server.start_io()
     else:
+        # pygls says where it listens at INFO ("Serving on (host, port)"): with --tcp 0 that line is
+        # the only way to learn the port, and no editor files this stderr as errors.
+        logging.getLogger("pygls.server").setLevel(logging.INFO)
         server.start_tcp(*address)
     return 0
 
