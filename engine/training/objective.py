@@ -82,12 +82,12 @@ class TokenBytes:
     as `tokenizer.decode`, and batch making decodes thousands of tokens per prefix."""
 
     def __init__(self, tokenizer):
+        # Printable ASCII stands for itself in byte-level BPE, so special tokens (`<pad>`) decode
+        # to their own text through the same table.
         byte_of = {char: byte for byte, char in bytes_to_unicode().items()}
-        added = {index: token.content for index, token in tokenizer.added_tokens_decoder.items()}
         tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
         try:
-            pieces = [added[i].encode() if i in added else bytes(byte_of[char] for char in token)
-                      for i, token in enumerate(tokens)]
+            pieces = [bytes(byte_of[char] for char in token) for token in tokens]
         except KeyError:
             raise ValueError("context needs a byte-level BPE tokenizer") from None
         self.lengths = np.array([len(piece) for piece in pieces])
