@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "rate falls linearly to a tenth over the last this many minutes")
     train.add_argument("--corpus", choices=("stdlib", "stdlib+pypi"), default="stdlib",
                        help="stdlib+pypi adds the PyPI token stream (python -m engine.training.pypi_corpus)")
-    train.add_argument("--corpus-dir", type=Path, default=Path("runs/pypi-corpus"),
+    train.add_argument("--corpus-dir", type=Path,
                        help="where the PyPI token stream lies (default runs/pypi-corpus)")
     train.add_argument("--weighting", choices=("inverse_t", "plain"), default="inverse_t",
                        help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy")
@@ -301,7 +301,8 @@ def _train(args: argparse.Namespace) -> int:
     except ModelLoadError as error:
         raise CliError(str(error)) from None
     on_gpu = device.type == "cuda"
-    runtime = Runtime(device, args.workers if args.workers is not None else 6 * on_gpu, args.corpus_dir)
+    runtime = Runtime(device, args.workers if args.workers is not None else 6 * on_gpu,
+                      args.corpus_dir or Runtime.corpus_dir)
     run_dir, export = TRAIN_DEFAULTS[args.objective]
     p = args.max_prefix
     objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
