@@ -4,7 +4,8 @@
 //   node run.js CONFIG.json
 // CONFIG: { url, python: { file, cursors: [[line, character], ...] }, json: { file }, screenshot }
 // (0-based cursors, each after a character that is typed again there; json and screenshot are
-// optional). Prints one JSON line: { suggestion: { line, character, text }, json: { fixed } } or { error }.
+// optional). Prints one JSON line: { suggestion: { line, character, text, shown }, json: { fixed } } or
+// { error }: `text` is the first ghost part, `shown` the cursor's line as displayed with it.
 // CONFIG with `typing: { file, line, text }` instead: types `text` one key at a time at the
 // start of (empty) `line` and prints { typed: the suggestion then shown, or null }.
 const fs = require('fs');
@@ -50,13 +51,17 @@ async function suggestion(page, config, lines) {
       continue;
     }
     const text = (await ghost.textContent()).replace(/\u00a0/g, ' ');
+    // the line as the user sees it: VS Code may split one insertion into several ghost parts
+    // around text already there, so the first part alone is not what Tab inserts
+    // (innerText: what is displayed, without the part of the line a multi-line suggestion moves down)
+    const shown = (await ghost.evaluate((node) => node.closest('.view-line').innerText)).replace(/\u00a0/g, ' ');
     if (config.screenshot) {
       await page.screenshot({ path: config.screenshot });
     }
     await page.keyboard.press('Tab');
     await page.waitForSelector(GHOST, { state: 'detached', timeout: 10000 });
     await save(page);
-    return { line, character, text };
+    return { line, character, text, shown };
   }
   return null;
 }
