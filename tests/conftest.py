@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.baseline.autoregressive import FIM_TOKENS, FimIds, FimModel, FimSpec
-from engine.completion.canvas import CanvasSpec
-from engine.loading import EMBEDDED_MODEL, LoadedModel, ModelLoadError, load
-from engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
-from engine.tokens import SpecialIds
-from engine.training.corpus import Document, stdlib_files
-from engine.training.fim import fim_model
-from engine.training.tokenizer import train_tokenizer
+from diffusion_infill.engine.baseline.autoregressive import FIM_TOKENS, FimIds, FimModel, FimSpec
+from diffusion_infill.engine.completion.canvas import CanvasSpec
+from diffusion_infill.engine.loading import EMBEDDED_MODEL, LoadedModel, ModelLoadError, load
+from diffusion_infill.engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
+from diffusion_infill.engine.tokens import SpecialIds
+from diffusion_infill.engine.training.corpus import Document, stdlib_files
+from diffusion_infill.engine.training.fim import fim_model
+from diffusion_infill.engine.training.tokenizer import train_tokenizer
 
 TOKENIZER_DOCUMENTS = 20
 VOCAB_SIZE = 512
@@ -96,11 +96,11 @@ MODEL_VARIABLE = "DIFFUSION_INFILL_TEST_MODEL"  # another checkpoint directory t
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
-    """The embedded model, copied once: training rewrites engine/model while tests run."""
+    """The embedded model, copied once: training rewrites diffusion_infill/engine/model while tests run."""
     if os.environ.get(MODEL_VARIABLE):
         return Path(os.environ[MODEL_VARIABLE])
     if not (EMBEDDED_MODEL / "config.json").exists():
-        pytest.skip("no embedded model in engine/model yet")
+        pytest.skip("no embedded model in diffusion_infill/engine/model yet")
     for attempt in range(COPY_ATTEMPTS):
         target = tmp_path_factory.mktemp("model") / "model"
         shutil.copytree(EMBEDDED_MODEL, target)
@@ -134,8 +134,8 @@ class OpenAIServer:
 
 @pytest.fixture(scope="session")
 def openai_server(tmp_path_factory):
-    """`transformers serve` serving the autoregressive baseline (bench/fim_model), plain and with a
-    chat template: a real OpenAI-compatible server for engine.remote.client, one per test session."""
+    """`transformers serve` serving the autoregressive baseline (diffusion_infill/bench/fim_model), plain and with a
+    chat template: a real OpenAI-compatible server for diffusion_infill.engine.remote.client, one per test session."""
     from openai_servers import TransformersServe, with_chat_template
 
     chat = with_chat_template(BASELINE, tmp_path_factory.mktemp("served") / "fim_chat")

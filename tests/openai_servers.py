@@ -1,4 +1,4 @@
-"""Real servers for engine.remote.client's tests: `transformers serve` (an OpenAI-compatible server,
+"""Real servers for diffusion_infill.engine.remote.client's tests: `transformers serve` (an OpenAI-compatible server,
 extra `transformers[serving]`) on a free port, and a TCP peer that takes a request and never
 answers (what a hung server looks like from the client: timeouts and cancellation)."""
 
@@ -58,7 +58,7 @@ class TransformersServe:
     def start(self) -> None:
         command = shutil.which("transformers", path=str(Path(sys.executable).parent))
         assert command, "transformers[serving] is installed with the dev extras"
-        # USE_HUB_KERNELS=NO: the server loads with no layers fetched from the Hub (engine.loading)
+        # USE_HUB_KERNELS=NO: the server loads with no layers fetched from the Hub (diffusion_infill.engine.loading)
         environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", USE_HUB_KERNELS="NO")
         self.process = subprocess.Popen(
             [command, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],

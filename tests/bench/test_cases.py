@@ -1,12 +1,12 @@
-"""Benchmark cases (bench.cases) come from code no model here was trained on, and each
+"""Benchmark cases (diffusion_infill.bench.cases) come from code no model here was trained on, and each
 kind puts the cursor where it says."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.cases import CLOSERS, KINDS, build_cases, third_party_files
-from engine.training.corpus import is_held_out, stdlib_files
+from diffusion_infill.bench.cases import CLOSERS, KINDS, build_cases, third_party_files
+from diffusion_infill.engine.training.corpus import is_held_out, stdlib_files
 
 
 @pytest.fixture(scope="module")

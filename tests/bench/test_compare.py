@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from bench.compare import ratios, table
+from diffusion_infill.bench.compare import ratios, table
 
 SLOW = pytest.mark.slow  # these read a `bench --quick` run: both models in fresh processes, a minute or more
 

@@ -1,6 +1,6 @@
-"""bench.decoder_shapes: one pass of each decoder shape against the baseline's decoding step."""
+"""diffusion_infill.bench.decoder_shapes: one pass of each decoder shape against the baseline's decoding step."""
 
-from bench.decoder_shapes import BASELINE, SHAPES, measure
+from diffusion_infill.bench.decoder_shapes import BASELINE, SHAPES, measure
 
 
 def test_every_shape_is_timed_against_the_baseline_step():

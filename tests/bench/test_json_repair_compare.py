@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bench.json_corpora import CORPORA, README, corpus
-from bench.json_repair_compare import (
+from diffusion_infill.bench.json_corpora import CORPORA, README, corpus
+from diffusion_infill.bench.json_repair_compare import (
     JSONREPAIR,
     REPORTED_SEED,
     TUNING_SEED,
@@ -17,7 +17,7 @@ from bench.json_repair_compare import (
     jsonrepair_outputs,
     score,
 )
-from bench.npm_peers import node_for
+from diffusion_infill.bench.npm_peers import node_for
 
 
 @pytest.mark.parametrize("name", list(CORPORA))
@@ -42,7 +42,7 @@ def test_numbers_compare_by_value_and_booleans_are_not_numbers():
 
 
 @pytest.mark.skipif(node_for(JSONREPAIR, "jsonrepair") is None,
-                    reason="needs Node 18+ and `npm ci` in bench/jsonrepair (install.sh does it)")
+                    reason="needs Node 18+ and `npm ci` in diffusion_infill/bench/jsonrepair (install.sh does it)")
 def test_both_peers_answer_every_case_in_order():
     broken = ["{a: 1,}", "callback({\"ok\": true});", "[1, 2, ..."]
     for outputs in (json_repair_outputs(broken), jsonrepair_outputs(broken)):

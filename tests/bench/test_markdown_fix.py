@@ -1,4 +1,4 @@
-"""Fix Markdown judged by markdownlint (a real Node process, bench/markdownlint) and by a CommonMark
+"""Fix Markdown judged by markdownlint (a real Node process, diffusion_infill/bench/markdownlint) and by a CommonMark
 renderer (markdown-it-py): on valid documents of installed packages it changes nothing, and on
 broken ones it adds no violation and leaves what it did not repair rendering the same."""
 
@@ -10,12 +10,21 @@ from dataclasses import dataclass
 
 import pytest
 
-from bench.markdown_fix import BREAKS, FIX_RULES, MARKDOWNLINT, documents, fix, lint, untouched_render_alike
-from bench.npm_peers import node_for
-from engine.repair.markdown_rules import problems
+from diffusion_infill.bench.markdown_fix import (
+    BREAKS,
+    FIX_RULES,
+    MARKDOWNLINT,
+    documents,
+    fix,
+    lint,
+    untouched_render_alike,
+)
+from diffusion_infill.bench.npm_peers import node_for
+from diffusion_infill.engine.repair.markdown_rules import problems
 
 pytestmark = pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
-                                reason="needs Node 20+ and `npm ci` in bench/markdownlint (install.sh does it)")
+                                reason="needs Node 20+ and `npm ci` in diffusion_infill/bench/markdownlint "
+                                       "(install.sh does it)")
 
 DOCUMENTS, MAX_CHARS = 30, 16_000  # a modest corpus: markdownlint takes a good part of a second per document
 BROKEN = {

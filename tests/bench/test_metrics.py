@@ -1,8 +1,8 @@
-"""bench.metrics: what counts as a duplicated closer, and the aggregate of a run."""
+"""diffusion_infill.bench.metrics: what counts as a duplicated closer, and the aggregate of a run."""
 
 from __future__ import annotations
 
-from bench.metrics import aggregate, duplicated_closer, percentile, step_times
+from diffusion_infill.bench.metrics import aggregate, duplicated_closer, percentile, step_times
 
 
 def test_an_insertion_that_repeats_the_closer_after_the_cursor_is_duplicated():

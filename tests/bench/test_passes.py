@@ -1,12 +1,12 @@
-"""bench.passes: where the passes go, and how the checkpoint's sampler.json is chosen."""
+"""diffusion_infill.bench.passes: where the passes go, and how the checkpoint's sampler.json is chosen."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from bench.compare import CASE_SEED
-from bench.passes import choose, stable_passes
+from diffusion_infill.bench.compare import CASE_SEED
+from diffusion_infill.bench.passes import choose, stable_passes
 
 
 def run(bound: float, similarity: float, exact: float, passes: float) -> tuple[dict, dict]:
@@ -34,7 +34,7 @@ def test_stability_is_the_longest_unfinal_run_and_at_least_one():
 
 
 def test_the_reported_cases_are_refused():
-    result = subprocess.run([sys.executable, "-m", "bench.passes", "--case-seed", str(CASE_SEED)], capture_output=True,
-                            text=True, timeout=120)
+    command = [sys.executable, "-m", "diffusion_infill.bench.passes", "--case-seed", str(CASE_SEED)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "reported" in result.stderr.strip().splitlines()[-1]

@@ -1,4 +1,4 @@
-"""bench.replay: held-out code typed through the real server, both models, and the accounting
+"""diffusion_infill.bench.replay: held-out code typed through the real server, both models, and the accounting
 that must hold whatever the models write and however fast the machine is (no timing asserted)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import replay
-from cli.main import main
-from engine.drafts import SOURCES
+from diffusion_infill.bench import replay
+from diffusion_infill.cli.main import main
+from diffusion_infill.engine.drafts import SOURCES
 
 KEYS = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
         "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model")

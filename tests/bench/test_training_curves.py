@@ -1,4 +1,4 @@
-"""`python -m bench.training_curves`: the losses of training runs against CPU hours and steps."""
+"""`python -m diffusion_infill.bench.training_curves`: the losses of training runs against CPU hours and steps."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import training_curves
+from diffusion_infill.bench import training_curves
 
 
 def write_run(directory, rows):

@@ -1,4 +1,4 @@
-"""bench.typing_burst end to end on the real server: a short burst, the JSON object it prints,
+"""diffusion_infill.bench.typing_burst end to end on the real server: a short burst, the JSON object it prints,
 and the accounting that must hold whatever the machine's speed (no timing is asserted)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import typing_burst
+from diffusion_infill.bench import typing_burst
 
 KEYSTROKES = 4
 

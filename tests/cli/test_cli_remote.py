@@ -7,10 +7,10 @@ import json
 
 from openai_servers import free_port
 
-from cli.main import main
-from engine.drafts import InfillRequest
-from engine.remote.client import RemoteEngine
-from engine.remote.settings import RemoteSettings
+from diffusion_infill.cli.main import main
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.remote.client import RemoteEngine
+from diffusion_infill.engine.remote.settings import RemoteSettings
 
 SOURCE = "import os\n\n\ndef main():\n    path = os.path.abspath(\n"
 

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from cli.complete import Location, LocationError
-from cli.main import SAMPLE, main
-from engine.drafts import InfillRequest
+from diffusion_infill.cli.complete import Location, LocationError
+from diffusion_infill.cli.main import SAMPLE, main
+from diffusion_infill.engine.drafts import InfillRequest
 
 JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown"}
 
@@ -34,12 +34,12 @@ def test_json_output_is_one_object_on_the_last_line(console_script):
 
 
 def test_the_confidence_is_the_one_the_server_gates_on(capsys):
-    """The same estimate: what engine.completion.confidence computes for the final draft."""
+    """The same estimate: what diffusion_infill.engine.completion.confidence computes for the final draft."""
     import torch
 
-    from engine.factory import create_engine
-    from engine.loading import load
-    from engine.settings import EngineSettings
+    from diffusion_infill.engine.factory import create_engine
+    from diffusion_infill.engine.loading import load
+    from diffusion_infill.engine.settings import EngineSettings
 
     assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli.main import SAMPLE
+from diffusion_infill.cli.main import SAMPLE
 
 AT_SAMPLE = f"{SAMPLE}:11:37"
 HUB_ID = "google/diffusiongemma-26B-A4B-it"
@@ -74,7 +74,8 @@ def test_a_hub_id_missing_from_the_cache_says_where_it_looked_and_how_to_get_it(
     assert_one_line_error(done, HUB_ID, str(cache / "hub"), f"hf download {HUB_ID}")
 
 
-PROBE = ("import sys\nfrom cli.main import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+PROBE = ("import sys\nfrom diffusion_infill.cli.main import main\n"
+         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
          "print('torch' in sys.modules, 'transformers' in sys.modules)")
 
 
@@ -107,7 +108,7 @@ def test_a_training_shape_must_be_layers_by_a_multiple_of_64(console_script, val
 # (run in a subprocess that reports, after the command, which of the heavy modules were loaded).
 
 HEAVY = ("torch", "transformers", "pygls")
-REPORTING = ("import sys\nfrom cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
+REPORTING = ("import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
              "except SystemExit as stop:\n    code = stop.code\n"
              f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))\nsys.exit(code)")
 BROKEN_JSON = str(SAMPLE.parent / "broken.json")

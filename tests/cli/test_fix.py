@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from cli.fix import RangeError, Selection
-from cli.main import SAMPLE, main
+from diffusion_infill.cli.fix import RangeError, Selection
+from diffusion_infill.cli.main import SAMPLE, main
 
 BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
 

@@ -1,9 +1,9 @@
 """docs/cli.md shows each command's `--help` as it is: an option added, removed or changed in the
-parser and not on the page (run `python -m cli.helpdoc`) fails here."""
+parser and not on the page (run `python -m diffusion_infill.cli.helpdoc`) fails here."""
 
 from __future__ import annotations
 
-from cli.helpdoc import PAGE, commands, help_text, render
+from diffusion_infill.cli.helpdoc import PAGE, commands, help_text, render
 
 
 def test_the_page_shows_the_help_of_every_command():
@@ -12,7 +12,7 @@ def test_the_page_shows_the_help_of_every_command():
 
 def test_the_page_equals_the_help_the_parser_prints():
     page = PAGE.read_text()
-    assert render(page) == page, "docs/cli.md is stale: run `python -m cli.helpdoc`"
+    assert render(page) == page, "docs/cli.md is stale: run `python -m diffusion_infill.cli.helpdoc`"
 
 
 def test_every_option_of_the_parser_is_on_the_page():

@@ -14,13 +14,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from commands import serve_command
 
 PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "nvim"
 NVIM_VARIABLE = "DIFFUSION_INFILL_TEST_NVIM"  # another nvim to run the tests with (0.10, 0.11 ...)
-
-
-def serve_command(model: Path, telemetry: Path) -> list[str]:
-    return [sys.executable, "-m", "cli.main", "serve", "--model", str(model), "--telemetry", str(telemetry)]
 
 
 def nvim_binary() -> str | None:

@@ -9,10 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import serve_command
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
 NODE_TIMEOUT = 600
@@ -23,7 +23,7 @@ def test_extension_node_tests_pass_against_the_real_server(model_dir, tmp_path):
     if node is None or not (VSCODE / "out" / "test").is_dir() or not (VSCODE / "node_modules").is_dir():
         pytest.skip("clients/vscode is not built: npm ci && npm run compile")
     telemetry = tmp_path / "t.json"
-    server = [sys.executable, "-m", "cli.main", "serve", "--model", str(model_dir), "--telemetry", str(telemetry)]
+    server = serve_command(model_dir, telemetry)
     env = {**os.environ, "DIFFUSION_INFILL_SERVER": json.dumps(server),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(VSCODE.parents[1]), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([node, "--test", "--test-reporter=tap", "out/test/"], cwd=VSCODE, env=env,

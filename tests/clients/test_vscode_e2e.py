@@ -14,13 +14,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from commands import serve_command
 from openai_servers import SilentServer
 from test_nvim import CODE, CURSORS
 
@@ -93,11 +93,6 @@ def serving(root: Path, server: list[str], trusted: bool = True) -> Iterator[str
         process.wait(timeout=30)
 
 
-def serve_command(model_dir: Path, root: Path, *options: str) -> list[str]:
-    return [sys.executable, "-m", "cli.main", *options, "serve", "--model", str(model_dir),
-            "--telemetry", str(root / "t.json")]
-
-
 def run_in_browser(root: Path, config: dict) -> dict:
     """clients/vscode/e2e/run.js with `config`: its result, or a failure with its output."""
     config = {**config, "failureScreenshot": str(root / "failure.png")}
@@ -114,7 +109,7 @@ def code_server(model_dir, tmp_path_factory):
     """code-server with the .vsix installed and the server command set; yields (url, root, workspace)."""
     needs_code_server()
     root = tmp_path_factory.mktemp("vscode")
-    with serving(root, serve_command(model_dir, root)) as url:
+    with serving(root, serve_command(model_dir, root / "t.json")) as url:
         yield url, root, root / "workspace"
 
 
@@ -156,7 +151,8 @@ def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowher
         "diffusionInfill.engine": "openai", "diffusionInfill.url": listener.url, "diffusionInfill.model": "served"}))
     (workspace / "sample.py").write_text(CODE)
     try:
-        with serving(tmp_path, serve_command(model_dir, tmp_path, "-v"), trusted=False) as url:  # -v: "model ready"
+        command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: its log says "model ready"
+        with serving(tmp_path, command, trusted=False) as url:
             result = run_in_browser(tmp_path, {"url": url, "python": {
                 "file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS}})
         assert not marker.exists(), "the workspace's server.command ran"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.closure import (
+from diffusion_infill.engine.closure import (
     LANGUAGES,
     ClosureReport,
     Problem,

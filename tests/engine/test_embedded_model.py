@@ -1,4 +1,4 @@
-"""The embedded model (engine/model) on held-out stdlib files, which training never read.
+"""The embedded model (diffusion_infill/engine/model) on held-out stdlib files, which training never read.
 
 Thresholds are the numbers measured for docs/training.md ("The long run") less a margin,
 so that a worse checkpoint or a broken decoding path fails here.
@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.heldout import CASE_SEED, context_gain
-from bench.metrics import aggregate, run_case
-from engine.factory import create_engine
-from engine.loading import load
-from engine.settings import EngineSettings
-from engine.training.probes import held_out_line_cases
+from diffusion_infill.bench.heldout import CASE_SEED, context_gain
+from diffusion_infill.bench.metrics import aggregate, run_case
+from diffusion_infill.engine.factory import create_engine
+from diffusion_infill.engine.loading import load
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.engine.training.probes import held_out_line_cases
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -1,11 +1,11 @@
-"""engine.factory: which engine a checkpoint gets, the autoregressive baseline included, so the
-server can serve either (bench.replay measures both through it)."""
+"""diffusion_infill.engine.factory: which engine a checkpoint gets, the autoregressive baseline included, so the
+server can serve either (diffusion_infill.bench.replay measures both through it)."""
 
 from __future__ import annotations
 
-from engine.baseline.autoregressive import AutoregressiveEngine, FimSpec
-from engine.completion.infill import InfillEngine
-from engine.factory import create_engine, is_fim_baseline
+from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimSpec
+from diffusion_infill.engine.completion.infill import InfillEngine
+from diffusion_infill.engine.factory import create_engine, is_fim_baseline
 
 
 def test_a_canvas_checkpoint_gets_the_infill_engine_and_the_baseline_its_own(tiny_loaded, tiny_fim):

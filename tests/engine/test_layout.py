@@ -1,5 +1,5 @@
-"""engine/ is arranged by job: the completion engine stands on its own; repair, the remote
-engine and the autoregressive baseline build on it; training builds on all of them; nothing
+"""diffusion_infill/engine/ is arranged by job: the completion engine stands on its own; repair, the
+remote engine and the autoregressive baseline build on it; training builds on all of them; nothing
 in engine/ reaches into the benchmark. And one place per rule: which tokens are never written,
 whether a context is typed along, and which requests are answered without a run."""
 
@@ -12,14 +12,21 @@ import pytest
 from tests.lsp.test_lsp_imports import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = ROOT / "engine"
-CODE = ("engine", "lsp", "cli", "bench")
+PACKAGE = ROOT / "diffusion_infill"
+ENGINE = PACKAGE / "engine"
+
+
+def named(*modules: str) -> set[str]:
+    """Full names of modules given relative to the package: "engine.tokens" is diffusion_infill.engine.tokens."""
+    return {f"diffusion_infill.{module}" for module in modules}
+
+
 NEVER = {
-    "completion": {"engine.repair", "engine.remote", "engine.baseline", "engine.training", "bench"},
-    "repair": {"engine.remote", "engine.baseline", "engine.training", "bench"},
-    "remote": {"engine.baseline", "engine.training", "bench"},
-    "baseline": {"engine.repair", "engine.remote", "engine.training", "bench"},
-    "training": {"engine.remote", "bench"},
+    "completion": named("engine.repair", "engine.remote", "engine.baseline", "engine.training", "bench"),
+    "repair": named("engine.remote", "engine.baseline", "engine.training", "bench"),
+    "remote": named("engine.baseline", "engine.training", "bench"),
+    "baseline": named("engine.repair", "engine.remote", "engine.training", "bench"),
+    "training": named("engine.remote", "bench"),
 }
 
 
@@ -35,11 +42,10 @@ def test_each_job_imports_only_what_it_builds_on(package):
 
 
 def _modules():
-    for package in CODE:
-        for path in (ROOT / package).rglob("*.py"):
-            if not (path.parent / "__init__.py").exists():
-                continue  # not code of the package: cli/samples holds broken files on purpose
-            yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path
+    for path in PACKAGE.rglob("*.py"):
+        if not (path.parent / "__init__.py").exists():
+            continue  # not code of the package: cli/samples holds broken files on purpose
+        yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path
 
 
 def importers(module: str) -> set[str]:
@@ -52,19 +58,21 @@ def test_the_tokens_never_written_are_listed_in_engine_tokens_only():
     readers = {name for name, path in _modules()
                if any(attribute in path.read_text(encoding="utf-8")
                       for attribute in ("added_tokens_decoder", "all_special_ids", "all_special_tokens"))}
-    assert readers == {"engine.tokens"}
-    assert {"engine.repair.diffusion", "engine.remote.client"} <= importers("engine.tokens")
+    assert readers == named("engine.tokens")
+    assert named("engine.repair.diffusion", "engine.remote.client") <= importers("diffusion_infill.engine.tokens")
 
 
 def test_answers_without_a_run_are_decided_in_one_module():
     # bench.calibrate counts how often document drafts are right: the numbers their estimate is made of
-    assert importers("engine.completion.document_drafts") == {"engine.completion.without_run", "bench.calibrate"}
-    assert importers("engine.completion.triggers") == {"engine.completion.without_run"}
-    assert importers("engine.completion.suggestion_cache") == {"engine.completion.without_run"}
-    assert "lsp.runs" in importers("engine.completion.without_run")
+    without_run = named("engine.completion.without_run")
+    assert importers("diffusion_infill.engine.completion.document_drafts") == without_run | named("bench.calibrate")
+    assert importers("diffusion_infill.engine.completion.triggers") == without_run
+    assert importers("diffusion_infill.engine.completion.suggestion_cache") == without_run
+    assert "diffusion_infill.lsp.runs" in importers("diffusion_infill.engine.completion.without_run")
 
 
 def test_typing_along_is_decided_in_one_module():
     # the suggestion cache answers with the rest of a shown completion and gives a run its warm start;
     # the benchmark's typed-along scenario warm-starts the same way
-    assert importers("engine.completion.typed_along") == {"engine.completion.suggestion_cache", "bench.compare"}
+    assert importers("diffusion_infill.engine.completion.typed_along") == named("engine.completion.suggestion_cache",
+                                                                                 "bench.compare")

@@ -1,4 +1,4 @@
-"""engine.streaming: a blocking generate call on a thread, its items yielded in order."""
+"""diffusion_infill.engine.streaming: a blocking generate call on a thread, its items yielded in order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine.streaming import Cancelled, stream_from_thread
+from diffusion_infill.engine.streaming import Cancelled, stream_from_thread
 
 
 def test_items_arrive_in_order_and_the_thread_is_joined():

@@ -1,8 +1,8 @@
-"""engine.tokens: the one list of tokens that are never written into a file."""
+"""diffusion_infill.engine.tokens: the one list of tokens that are never written into a file."""
 
 from __future__ import annotations
 
-from engine.tokens import END, FIM_TOKENS, SPECIAL_TOKENS, never_written, never_written_texts
+from diffusion_infill.engine.tokens import END, FIM_TOKENS, SPECIAL_TOKENS, never_written, never_written_texts
 
 
 def test_a_sampler_keeps_every_added_token_but_end_out(tiny_tokenizer, ids):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from lsp_client import Editor, capabilities, serve_command, start
+from commands import serve_command
+from lsp_client import Editor, capabilities, start
 from lsprotocol import types
 
-from lsp.positions import Lines
+from diffusion_infill.lsp.positions import Lines
 
 FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
 COMPLETE_TABLE = "Complete table"

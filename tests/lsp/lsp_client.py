@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
-from lsp.positions import Lines
+from diffusion_infill.lsp.positions import Lines
 
 DRAFT = "infill/draft"
 _documents = itertools.count(1)  # every document of a test session gets its own URI
-
-
-def serve_command(model: Path | str, telemetry: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "cli.main", "serve", "--model", str(model), "--telemetry", str(telemetry), *extra]
 
 
 def capabilities(encodings: list[str] | None = None) -> types.ClientCapabilities:

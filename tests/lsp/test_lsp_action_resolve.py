@@ -28,9 +28,9 @@ from lsp_client import Editor, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine.repair.fixes import FixResult
-from lsp import actions
-from lsp.documents import Documents
+from diffusion_infill.engine.repair.fixes import FixResult
+from diffusion_infill.lsp import actions
+from diffusion_infill.lsp.documents import Documents
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 LAZY = {"resolve": True, "disabled": True}  # as VS Code: edits resolved lazily, disabled actions shown

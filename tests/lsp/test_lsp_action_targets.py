@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from engine.repair.fixes import FixResult
-from lsp.actions import FixResults, targets
-from lsp.diagnostics import diagnose
-from lsp.documents import Document
-from lsp.languages import SOURCE
-from lsp.positions import Lines
+from diffusion_infill.engine.repair.fixes import FixResult
+from diffusion_infill.lsp.actions import FixResults, targets
+from diffusion_infill.lsp.diagnostics import diagnose
+from diffusion_infill.lsp.documents import Document
+from diffusion_infill.lsp.languages import SOURCE
+from diffusion_infill.lsp.positions import Lines
 
 
 def params(document: Document, start: int, end: int, diagnostics=(), only=None) -> types.CodeActionParams:

@@ -27,10 +27,11 @@ from action_client import (
     start_for_actions,
     titled,
 )
-from lsp_client import Editor, serve_command, start, stop
+from commands import serve_command
+from lsp_client import Editor, start, stop
 from lsprotocol import types
 
-from engine.repair import jsonfix, markdown_rules
+from diffusion_infill.engine.repair import jsonfix, markdown_rules
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 EAGER = {"resolve": False, "disabled": True}  # edits come with the actions; disabled ones are shown

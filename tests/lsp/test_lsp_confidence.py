@@ -14,12 +14,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from lsp_client import Editor, apply, capabilities, serve_command, start, stop
+from commands import serve_command
+from lsp_client import Editor, apply, capabilities, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine.completion.confidence import Calibration
-from engine.training.probes import held_out_line_cases
+from diffusion_infill.engine.completion.confidence import Calibration
+from diffusion_infill.engine.training.probes import held_out_line_cases
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -1,4 +1,4 @@
-"""lsp.diagnostics.Publisher on its own: which versions a burst of edits computes."""
+"""diffusion_infill.lsp.diagnostics.Publisher on its own: which versions a burst of edits computes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from unittest import mock
 
 from lsprotocol import types
 
-from lsp import diagnostics
-from lsp.documents import Documents
+from diffusion_infill.lsp import diagnostics
+from diffusion_infill.lsp.documents import Documents
 
 
 class Server:

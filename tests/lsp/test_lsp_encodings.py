@@ -4,7 +4,8 @@ on a line with emoji and CJK (each test starts its own server: capabilities are 
 from __future__ import annotations
 
 import pytest
-from lsp_client import Editor, capabilities, serve_command, start, stop
+from commands import serve_command
+from lsp_client import Editor, capabilities, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 

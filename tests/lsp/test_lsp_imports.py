@@ -1,5 +1,5 @@
 """The lsp modules import one another without a circle (type-only imports count too),
-and engine/ never imports lsp/."""
+and diffusion_infill/engine/ never imports diffusion_infill/lsp/."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parents[2] / "diffusion_infill"
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -23,13 +23,14 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def package_graph(package: str) -> dict[str, set[str]]:
-    modules = {f"{package}.{path.stem}": path for path in (ROOT / package).glob("*.py") if path.stem != "__init__"}
+    modules = {f"diffusion_infill.{package}.{path.stem}": path for path in (PACKAGE / package).glob("*.py")
+               if path.stem != "__init__"}
     return {name: imported_modules(path) & set(modules) for name, path in modules.items()}
 
 
 def test_lsp_modules_import_each_other_without_a_circle():
     graph = package_graph("lsp")
-    assert {"lsp.server", "lsp.actions", "lsp.diagnostics"} <= set(graph)
+    assert {f"diffusion_infill.lsp.{name}" for name in ("server", "actions", "diagnostics")} <= set(graph)
     try:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as error:
@@ -37,6 +38,7 @@ def test_lsp_modules_import_each_other_without_a_circle():
 
 
 def test_engine_never_imports_lsp():
-    offenders = {str(path.relative_to(ROOT)) for path in (ROOT / "engine").rglob("*.py")
-                 if any(name == "lsp" or name.startswith("lsp.") for name in imported_modules(path))}
+    lsp = "diffusion_infill.lsp"
+    offenders = {str(path.relative_to(PACKAGE)) for path in (PACKAGE / "engine").rglob("*.py")
+                 if any(name == lsp or name.startswith(lsp + ".") for name in imported_modules(path))}
     assert offenders == set()

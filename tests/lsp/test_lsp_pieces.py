@@ -5,10 +5,10 @@ import json
 import pytest
 from lsprotocol.types import Command, Position
 
-from lsp.items import auto_paired_closers, items, placement
-from lsp.positions import UTF16, Lines
-from lsp.settings import ServerSettings, initialization_section, merge, section_of
-from lsp.telemetry import Telemetry, accept_command
+from diffusion_infill.lsp.items import auto_paired_closers, items, placement
+from diffusion_infill.lsp.positions import UTF16, Lines
+from diffusion_infill.lsp.settings import ServerSettings, initialization_section, merge, section_of
+from diffusion_infill.lsp.telemetry import Telemetry, accept_command
 
 COMMAND = Command(title="t", command="c")
 

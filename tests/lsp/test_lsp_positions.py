@@ -3,8 +3,8 @@
 import pytest
 from lsprotocol.types import Position, Range, TextDocumentContentChangePartial, TextDocumentContentChangeWholeDocument
 
-from lsp.documents import Documents, UnknownDocument
-from lsp.positions import UTF8, UTF16, UTF32, Lines, PositionError
+from diffusion_infill.lsp.documents import Documents, UnknownDocument
+from diffusion_infill.lsp.positions import UTF8, UTF16, UTF32, Lines, PositionError
 
 # "😀" is 1 code point, 2 UTF-16 units, 4 UTF-8 bytes; "中" is 1, 1, 3.
 TEXT = "a😀中b\r\nsecond\x0cline\u2028same\nlast"

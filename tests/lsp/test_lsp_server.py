@@ -11,13 +11,14 @@ import asyncio
 import json
 
 import pytest
-from lsp_client import Editor, apply, capabilities, send_raw, serve_command, start, stop
+from commands import serve_command
+from lsp_client import Editor, apply, capabilities, send_raw, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from engine import closure
-from engine.training.probes import held_out_line_cases
-from lsp.telemetry import ACCEPT_COMMAND
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.training.probes import held_out_line_cases
+from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -7,7 +7,8 @@ import asyncio
 import re
 
 import pytest
-from lsp_client import Editor, capabilities, recording_client, send_raw, serve_command
+from commands import serve_command
+from lsp_client import Editor, capabilities, recording_client, send_raw
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -80,7 +81,7 @@ async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
 
 
 def test_tcp_address_parsing():
-    from cli.inputs import CliError, tcp_address
+    from diffusion_infill.cli.inputs import CliError, tcp_address
 
     assert tcp_address("8765") == ("127.0.0.1", 8765)
     assert tcp_address("0.0.0.0:8765") == ("0.0.0.0", 8765)

@@ -1,6 +1,6 @@
 """Automatic requests answered without a completion run, through the real server process:
-drafts from the document itself (engine.completion.document_drafts) and requests right after a
-character that rarely starts an accepted completion (engine.completion.triggers).
+drafts from the document itself (diffusion_infill.engine.completion.document_drafts) and requests right after a
+character that rarely starts an accepted completion (diffusion_infill.engine.completion.triggers).
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every
 completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own
@@ -12,10 +12,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from lsp_client import Editor, capabilities, serve_command, start, stop
+from commands import serve_command
+from lsp_client import Editor, capabilities, start, stop
 from lsprotocol import types
 
-from engine.completion.confidence import Calibration
+from diffusion_infill.engine.completion.confidence import Calibration
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

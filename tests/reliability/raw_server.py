@@ -15,11 +15,12 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from commands import serve_command
 
 # Two denoising steps at most: these tests count answers, not their quality. Every request
 # runs the engine: no document drafts, no quiet characters (tests/lsp/test_lsp_without_a_run.py).
@@ -34,11 +35,6 @@ def frame(body: bytes) -> bytes:
 
 def encode(message: dict) -> bytes:
     return json.dumps(message).encode("utf-8")
-
-
-def serve_command(model: Path | str | None, telemetry: Path, *extra: str, verbose: bool = False) -> list[str]:
-    command = [sys.executable, "-m", "cli.main", *(["-v"] if verbose else []), "serve", "--telemetry", str(telemetry)]
-    return command + (["--model", str(model)] if model is not None else []) + list(extra)
 
 
 class ServerDied(AssertionError):

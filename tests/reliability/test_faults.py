@@ -17,13 +17,13 @@ import pytest
 import torch
 from raw_server import HANG_S, RawServer, frame, start_server
 
-import engine.completion.infill
-from engine.completion.infill import PrefixCache
-from engine.completion.prefix import encode_context
-from engine.drafts import InfillRequest
-from engine.loading import EMBEDDED_MODEL
-from engine.settings import EngineSettings
-from lsp.worker import CompletionFailed, EngineWorker, Job
+from diffusion_infill.engine.completion import infill
+from diffusion_infill.engine.completion.infill import PrefixCache
+from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.loading import EMBEDDED_MODEL
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, Job
 
 REQUEST = InfillRequest("def area(width, height):\n    return ", "\n", "python")
 REQUEST_FAILED = -32803
@@ -48,7 +48,7 @@ def worker(tiny_model_dir):
 def fail_at_step(monkeypatch, step: int, failure: Callable[[], BaseException]) -> list[int]:
     """engine.completion.infill's denoising loop raises `failure()` at `step` of its first run; returns the
     list of runs started, so a test can tell a retry from none."""
-    real, runs = engine.completion.infill.denoise, []
+    real, runs = infill.denoise, []
 
     def denoise(*args, **kwargs):
         runs.append(len(runs))
@@ -57,7 +57,7 @@ def fail_at_step(monkeypatch, step: int, failure: Callable[[], BaseException]) -
                 raise failure()
             yield item
 
-    monkeypatch.setattr(engine.completion.infill, "denoise", denoise)
+    monkeypatch.setattr(infill, "denoise", denoise)
     return runs
 
 
@@ -70,13 +70,13 @@ def test_a_failing_denoising_step_fails_that_request_clearly_and_the_next_one_wo
                                                                                     failure):
     runs = fail_at_step(monkeypatch, step=2, failure=FAILURES[failure])
     drafts = []
-    with caplog.at_level(logging.ERROR, logger="lsp.worker"):
+    with caplog.at_level(logging.ERROR, logger="diffusion_infill.lsp.worker"):
         with pytest.raises(CompletionFailed, match="injected") as error:
             worker.complete(job(drafts)).result(HANG_S)
     assert type(FAILURES[failure]()).__name__ in str(error.value)  # the client is told what failed
     assert len(runs) == 1, "the failed completion was retried"
     assert len(drafts) == 1, "the draft before the failing step was streamed, nothing after it"
-    [record] = [r for r in caplog.records if r.name == "lsp.worker"]
+    [record] = [r for r in caplog.records if r.name == "diffusion_infill.lsp.worker"]
     assert record.levelno == logging.ERROR and record.exc_info is not None  # logged with its traceback
     [final] = worker.complete(job()).result(HANG_S)
     assert final.final and final.valid
@@ -86,7 +86,7 @@ def test_a_failure_while_loading_reports_it_and_later_requests_are_answered_empt
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory (injected while loading)")
 
-    monkeypatch.setattr("lsp.worker.load_any", out_of_memory)
+    monkeypatch.setattr("diffusion_infill.lsp.worker.load_any", out_of_memory)
     worker = EngineWorker()
     try:
         outcome = worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S)
@@ -220,8 +220,9 @@ def test_a_denoising_step_that_raises_fails_the_request_clearly_without_retry(se
         answer = session.complete()
         assert answer["error"]["code"] == REQUEST_FAILED
         assert "completion failed: RuntimeError: probability tensor contains" in answer["error"]["message"]
-    log = session.server.wait_for_log("lsp.worker ERROR completion failed", 2, start=log_before)
-    assert log.count("lsp.worker ERROR completion failed") == 2, "logged once per failed request: no retry"
+    failed = "diffusion_infill.lsp.worker ERROR completion failed"
+    log = session.server.wait_for_log(failed, 2, start=log_before)
+    assert log.count(failed) == 2, "logged once per failed request: no retry"
     assert "Traceback" in log
     session.switch(tiny_model_dir)
     assert "result" in session.complete()

@@ -1,5 +1,5 @@
 """Large inputs through the real server: a 10 MB file, a line of 50,000 characters, a binary
-file, a frame that announces a terabyte. The engine sees a bounded window (lsp.window),
+file, a frame that announces a terabyte. The engine sees a bounded window (diffusion_infill.lsp.window),
 memory stays bounded, and every answer comes (HANG_S turns a hang into a failure; no test
 here measures time).
 """
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from raw_server import HANG_S, RawServer, frame, rss_bytes, start_server
 
-from engine.completion.prefix import encode_context
-from lsp import window
+from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.lsp import window
 
 MB = 2**20
-SOURCE = (Path(__file__).parents[2] / "engine" / "closure.py").read_text()
+SOURCE = (Path(__file__).parents[2] / "diffusion_infill" / "engine" / "closure.py").read_text()
 TEN_MB = (SOURCE * (10 * MB // len(SOURCE) + 1))[: 10 * MB]
 LONG_LINE = ("values = [" + ", ".join(str(i) for i in range(20_000)))[:50_000]
 # What an editor shows for a binary file: undecodable bytes as U+FFFD, NULs and control characters kept.

@@ -20,12 +20,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from commands import serve_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol.types import Position
-from raw_server import HANG_S, RawServer, frame, serve_command, start_server
+from raw_server import HANG_S, RawServer, frame, start_server
 
-from lsp.positions import Lines
+from diffusion_infill.lsp.positions import Lines
 
 MARKER = "SECRET-51c0de-DOCUMENT-TEXT"
 HUB_ID = "diffusion-infill-tests/not-in-any-cache"
@@ -124,7 +125,7 @@ def test_nothing_is_downloaded(default_server, listener, tmp_path):
     assert HUB_ID in shown["message"] and "offline" in shown["message"]
     assert listener.connections == 0, "the server tried to reach the network"
     # Control: the same loader, allowed to download, does try (so the listener would have seen the server).
-    code = (f"from engine.loading import load\ntry:\n    load({HUB_ID!r}, allow_download=True)\n"
+    code = (f"from diffusion_infill.engine.loading import load\ntry:\n    load({HUB_ID!r}, allow_download=True)\n"
             "except Exception:\n    pass")
     environment = {**os.environ, **listener.environment(tmp_path / "hf")}
     subprocess.run([sys.executable, "-c", code], env={k: v for k, v in environment.items() if v is not None},

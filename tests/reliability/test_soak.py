@@ -16,10 +16,10 @@ import pytest
 from lsprotocol.types import Position
 from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
 
-from engine.drafts import InfillRequest
-from engine.settings import EngineSettings
-from lsp.runs import RunKey, Runs
-from lsp.worker import EngineWorker
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.runs import RunKey, Runs
+from diffusion_infill.lsp.worker import EngineWorker
 
 pytestmark = pytest.mark.slow  # minutes: 2,000 requests through the real server
 

@@ -1,4 +1,4 @@
-"""The autoregressive baseline (engine.baseline.autoregressive): the same context, drafts and
+"""The autoregressive baseline (diffusion_infill.engine.baseline.autoregressive): the same context, drafts and
 closure rule as the diffusion engine, one token per forward pass, greedy."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 import torch
 
-from engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt
-from engine.completion.prefix import encode_context
-from engine.drafts import InfillRequest
-from engine.settings import EngineSettings
+from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt
+from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.settings import EngineSettings
 
 CLOSURE_CASES = [
     pytest.param("result = compute(value", "", id="unclosed-call"),

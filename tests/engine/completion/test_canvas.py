@@ -1,9 +1,17 @@
-"""Specification of the infilling canvas layout (engine.completion.canvas)."""
+"""Specification of the infilling canvas layout (diffusion_infill.engine.completion.canvas)."""
 
 import pytest
 
-from engine.completion.canvas import CanvasSpec, after_end, build, completion_canvas, insertion, settled, suffix_head
-from engine.tokens import SpecialIds
+from diffusion_infill.engine.completion.canvas import (
+    CanvasSpec,
+    after_end,
+    build,
+    completion_canvas,
+    insertion,
+    settled,
+    suffix_head,
+)
+from diffusion_infill.engine.tokens import SpecialIds
 
 IDS = SpecialIds(pad=0, eos=1, bos=2, mask=3, end=4)
 M, E, P, EOS = IDS.mask, IDS.end, IDS.pad, IDS.eos

@@ -7,10 +7,10 @@ import random
 
 import torch
 
-from engine.completion.confidence import Calibration, SlotLogprobs, evidence, fit, passes
-from engine.completion.infill import InfillEngine
-from engine.drafts import InfillRequest
-from engine.settings import EngineSettings
+from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, evidence, fit, passes
+from diffusion_infill.engine.completion.infill import InfillEngine
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.settings import EngineSettings
 
 
 def test_evidence_names_the_kind_of_position():

@@ -1,6 +1,6 @@
 """Specification of the lines from further up the file that go before the window (engine.completion.context)."""
 
-from engine.completion.context import EARLIER_CHARS, context_ids, identifiers, related_lines
+from diffusion_infill.engine.completion.context import EARLIER_CHARS, context_ids, identifiers, related_lines
 
 EARLIER = (
     "import os\n"

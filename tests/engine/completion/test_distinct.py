@@ -1,9 +1,9 @@
-"""engine.completion.distinct: several samples for one request, each different."""
+"""diffusion_infill.engine.completion.distinct: several samples for one request, each different."""
 
 from __future__ import annotations
 
-from engine.completion.distinct import REDRAWS_PER_ITEM, distinct_samples
-from engine.drafts import Draft
+from diffusion_infill.engine.completion.distinct import REDRAWS_PER_ITEM, distinct_samples
+from diffusion_infill.engine.drafts import Draft
 
 
 def drawing(*texts: str):

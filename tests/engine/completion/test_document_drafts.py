@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
-from engine.drafts import InfillRequest
+from diffusion_infill.engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
+from diffusion_infill.engine.drafts import InfillRequest
 
 CLASS = """class Box:
     def __init__(self):

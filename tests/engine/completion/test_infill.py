@@ -1,4 +1,4 @@
-"""Specification of one inline completion (engine.completion.infill): prefix cache, drafts, closure."""
+"""Specification of one inline completion (diffusion_infill.engine.completion.infill): prefix cache, drafts, closure."""
 
 import dataclasses
 import itertools
@@ -6,13 +6,13 @@ import itertools
 import pytest
 import torch
 
-from engine import closure
-from engine.completion import canvas as canvas_layout
-from engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache
-from engine.completion.prefix import encode_context
-from engine.completion.sampler import DenoiseSettings, save_tuning
-from engine.loading import LoadedModel
-from engine.settings import EngineSettings
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache
+from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.completion.sampler import DenoiseSettings, save_tuning
+from diffusion_infill.engine.loading import LoadedModel
+from diffusion_infill.engine.settings import EngineSettings
 
 FAST = DenoiseSettings(max_steps=4)
 ALL_SLOTS = DenoiseSettings(max_steps=12)  # a step reveals at least one of the tiny canvas's 12 gap slots
@@ -443,7 +443,7 @@ def test_default_insertion_is_never_empty(tiny_loaded):
 
 def test_the_engine_keeps_no_completion_between_requests(tiny_loaded):
     """Typing along the previous completion changes nothing by itself: a warm start is the caller's
-    (engine.completion.typed_along), so the engine answers as a fresh one does."""
+    (diffusion_infill.engine.completion.typed_along), so the engine answers as a fresh one does."""
     engine = engine_for(tiny_loaded)
     prefix, first = next((prefix, text) for prefix in ("x = ", "print(", "values = [", "def f(")
                          if len(text := complete(engine, prefix, "\n")[-1].text) >= 2)

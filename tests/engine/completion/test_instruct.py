@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
-from engine.completion.instruct import InstructEngine, answer_text
-from engine.completion.sampler import DenoiseSettings
-from engine.drafts import InfillRequest
-from engine.factory import create_engine
-from engine.settings import EngineSettings
+from diffusion_infill.engine.completion.instruct import InstructEngine, answer_text
+from diffusion_infill.engine.completion.sampler import DenoiseSettings
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.factory import create_engine
+from diffusion_infill.engine.settings import EngineSettings
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<bos>{{ message['role'] }}\n{{ message['content'] }}<eos>{% endfor %}"

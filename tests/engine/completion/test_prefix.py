@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.completion.prefix import CHARS_PER_TOKEN_BOUND, encode_context
+from diffusion_infill.engine.completion.prefix import CHARS_PER_TOKEN_BOUND, encode_context
 
 MAX_PREFIX, SUFFIX_TOKENS = 64, 4
 LONG_FILE = "".join(f"value_{n} = compute(value_{n - 1}, {n})\n" for n in range(1, 200))

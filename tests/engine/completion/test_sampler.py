@@ -1,4 +1,4 @@
-"""Specification of the denoising loop on a clamped canvas (engine.completion.sampler.denoise)."""
+"""Specification of the denoising loop on a clamped canvas (diffusion_infill.engine.completion.sampler.denoise)."""
 
 import itertools
 from dataclasses import replace
@@ -7,9 +7,9 @@ import pytest
 import torch
 from transformers import LogitsProcessor
 
-from engine.completion import canvas as canvas_layout
-from engine.completion.infill import PrefixCache
-from engine.completion.sampler import (
+from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion.infill import PrefixCache
+from diffusion_infill.engine.completion.sampler import (
     DenoiseSettings,
     PassCounts,
     PassLog,
@@ -234,7 +234,7 @@ def test_entropy_bound_acceptance_is_transformers_accept_canvas_on_the_whole_can
         EntropyBoundSamplerConfig,
     )
 
-    from engine.completion.sampler import entropy_bound_accept, pin
+    from diffusion_infill.engine.completion.sampler import entropy_bound_accept, pin
 
     generator = torch.Generator().manual_seed(seed)
     rows, length, vocab = 3, 10, 50

@@ -1,10 +1,10 @@
-"""engine.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
+"""diffusion_infill.engine.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
 answered without the model."""
 
 from __future__ import annotations
 
-from engine.completion.suggestion_cache import Suggestion, SuggestionCache
-from engine.drafts import DOCUMENT, TYPED_ALONG, InfillRequest
+from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
+from diffusion_infill.engine.drafts import DOCUMENT, TYPED_ALONG, InfillRequest
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():

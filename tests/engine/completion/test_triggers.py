@@ -1,10 +1,10 @@
-"""engine.completion.triggers: where an as-you-type request is not worth a completion run."""
+"""diffusion_infill.engine.completion.triggers: where an as-you-type request is not worth a completion run."""
 
 from __future__ import annotations
 
-from engine.completion.triggers import quiet
+from diffusion_infill.engine.completion.triggers import quiet
 
-QUIET = " :),\"."  # the embedded model's (engine/model/confidence.json)
+QUIET = " :),\"."  # the embedded model's (diffusion_infill/engine/model/confidence.json)
 
 
 def test_requests_after_a_word_or_at_a_line_start_are_run():

@@ -1,9 +1,9 @@
-"""engine.completion.typed_along: the one rule for a completion being typed along."""
+"""diffusion_infill.engine.completion.typed_along: the one rule for a completion being typed along."""
 
 from __future__ import annotations
 
-from engine.completion.typed_along import rest
-from engine.drafts import InfillRequest
+from diffusion_infill.engine.completion.typed_along import rest
+from diffusion_infill.engine.drafts import InfillRequest
 
 OFFERED = InfillRequest("x = le", "\n", "python")
 

@@ -1,11 +1,11 @@
-"""engine.completion.without_run: the suggestion cache, then the document's draft, then a quiet
+"""diffusion_infill.engine.completion.without_run: the suggestion cache, then the document's draft, then a quiet
 character; otherwise the engine runs (with a warm start when a completion is typed along)."""
 
 from __future__ import annotations
 
-from engine.completion.suggestion_cache import Suggestion
-from engine.completion.without_run import Answer, Asked, WithoutRun
-from engine.drafts import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.engine.completion.suggestion_cache import Suggestion
+from diffusion_infill.engine.completion.without_run import Answer, Asked, WithoutRun
+from diffusion_infill.engine.drafts import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
 
 CLASS = """class Box:
     def __init__(self):

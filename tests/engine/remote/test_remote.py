@@ -1,4 +1,4 @@
-"""engine.remote.client against real servers: `transformers serve` serving the autoregressive
+"""diffusion_infill.engine.remote.client against real servers: `transformers serve` serving the autoregressive
 baseline (plain completions) and the same weights with a chat template (chat completions),
 a port nothing listens on, and a peer that takes the request and never answers."""
 
@@ -13,10 +13,10 @@ import pytest
 from openai_servers import SilentServer, free_port
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from engine import closure
-from engine.baseline.autoregressive import FIM_TOKENS
-from engine.drafts import InfillRequest
-from engine.remote.client import (
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.baseline.autoregressive import FIM_TOKENS
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.remote.client import (
     RemoteEngine,
     RemoteError,
     RemoteRepairer,
@@ -24,10 +24,10 @@ from engine.remote.client import (
     before_head,
     clamped_canvas,
 )
-from engine.remote.settings import RemoteSettings
-from engine.repair.fixes import Fixer, Surroundings
-from engine.repair.spans import Span
-from engine.settings import EngineSettings
+from diffusion_infill.engine.remote.settings import RemoteSettings
+from diffusion_infill.engine.repair.fixes import Fixer, Surroundings
+from diffusion_infill.engine.repair.spans import Span
+from diffusion_infill.engine.settings import EngineSettings
 
 PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
 REQUEST = InfillRequest(PREFIX, "\n", "python", invoked=True)
@@ -55,7 +55,7 @@ def chat_engine(openai_server):
 
 def test_the_probe_picks_plain_completions_for_a_model_without_chat_template(openai_server, caplog):
     engine = engine_for(openai_server.url, openai_server.fim_model)
-    with caplog.at_level(logging.INFO, logger="engine.remote.client"):
+    with caplog.at_level(logging.INFO, logger="diffusion_infill.engine.remote.client"):
         assert engine.probe() == "fim"
     assert f"{openai_server.fim_model} at {openai_server.url}: using the fim prompt format" in caplog.text
     engine.close()

@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from engine.repair import markdown_rules
-from engine.repair.diffusion import DiffusionRepairer, RepairSettings
-from engine.repair.fixes import (
+from diffusion_infill.engine.repair import markdown_rules
+from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
+from diffusion_infill.engine.repair.fixes import (
     Candidate,
     Fixer,
     Surroundings,
@@ -23,9 +23,9 @@ from engine.repair.fixes import (
     rank,
     rank_json,
 )
-from engine.repair.jsonfix import added, comments, strip_jsonc, structural_repair
-from engine.repair.markdown_rules import fix, problems
-from engine.repair.spans import Span, merge
+from diffusion_infill.engine.repair.jsonfix import added, comments, strip_jsonc, structural_repair
+from diffusion_infill.engine.repair.markdown_rules import fix, problems
+from diffusion_infill.engine.repair.spans import Span, merge
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from engine.repair.jsonfix import added, comments, damage, strip_jsonc, structural_repair, words
+from diffusion_infill.engine.repair.jsonfix import added, comments, damage, strip_jsonc, structural_repair, words
 
 INTENDED = {"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.repair.markdown_rules import Outline, cells, fix, outline, problems
+from diffusion_infill.engine.repair.markdown_rules import Outline, cells, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
 

@@ -1,4 +1,4 @@
-"""The autoregressive baseline's batches and loss (engine.training.fim): PSM sequences
+"""The autoregressive baseline's batches and loss (diffusion_infill.engine.training.fim): PSM sequences
 cut from the same streams, cursors and insertion lengths as the diffusion objective."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.baseline.autoregressive import FimIds
-from engine.training import fim
-from engine.training.objective import IGNORE, ObjectiveConfig, Streams
-from engine.training.train import _tokenize
+from diffusion_infill.engine.baseline.autoregressive import FimIds
+from diffusion_infill.engine.training import fim
+from diffusion_infill.engine.training.objective import IGNORE, ObjectiveConfig, Streams
+from diffusion_infill.engine.training.train import _tokenize
 
 CONFIG = ObjectiveConfig(prefix_lengths=(16, 24), gap_slots=12, suffix_head=4, prefixes=3)
 
@@ -84,7 +84,7 @@ def test_the_loss_trains_the_model(tiny_fim, maker):
 
 
 def test_the_baseline_matches_the_embedded_model_in_size(fim_ids):
-    """4.98M parameters against the embedded DiffusionGemma's 5.03M (engine/model/recipe.json)."""
+    """4.98M parameters against the embedded DiffusionGemma's 5.03M (diffusion_infill/engine/model/recipe.json)."""
     with torch.device("meta"):
         model = fim.fim_model(fim.FIM_ARCHITECTURE, fim.FIM_ARCHITECTURE.vocab_size + 3, fim_ids)
     parameters = sum(p.numel() for p in model.parameters())

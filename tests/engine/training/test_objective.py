@@ -1,4 +1,4 @@
-"""Specification of the training batches and the loss (engine.training.objective)."""
+"""Specification of the training batches and the loss (diffusion_infill.engine.training.objective)."""
 
 import copy
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.completion.prefix import encode_context
-from engine.training import objective
-from engine.training.objective import IGNORE, BatchMaker, ObjectiveConfig, Streams, noise_canvas
-from engine.training.train import _tokenize
+from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.training import objective
+from diffusion_infill.engine.training.objective import IGNORE, BatchMaker, ObjectiveConfig, Streams, noise_canvas
+from diffusion_infill.engine.training.train import _tokenize
 
 PREFIXES, CANVASES = 3, 2
 CONFIG = ObjectiveConfig(prefix_lengths=(16, 24), gap_slots=12, suffix_head=4, prefixes=PREFIXES,

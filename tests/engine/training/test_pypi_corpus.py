@@ -9,9 +9,9 @@ from email.message import Message
 
 import pytest
 
-from bench.cases import THIRD_PARTY
-from engine.training import pypi_corpus
-from engine.training.pypi_corpus import exclusion_reason, installed, licence, normalize
+from diffusion_infill.bench.cases import THIRD_PARTY
+from diffusion_infill.engine.training import pypi_corpus
+from diffusion_infill.engine.training.pypi_corpus import exclusion_reason, installed, licence, normalize
 
 
 def metadata(**fields) -> Message:

@@ -7,8 +7,14 @@ import json
 
 import pytest
 
-from engine.tiny import TinyArchitecture
-from engine.training.train import Cooldown, cooldown_factor, inherited_progress, inherited_recipe, save_recipe
+from diffusion_infill.engine.tiny import TinyArchitecture
+from diffusion_infill.engine.training.train import (
+    Cooldown,
+    cooldown_factor,
+    inherited_progress,
+    inherited_recipe,
+    save_recipe,
+)
 
 
 def test_a_continuation_counts_on_from_the_recipe(tmp_path):

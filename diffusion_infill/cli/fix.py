@@ -1,0 +1,97 @@
+"""`diffusion-infill fix PATH [--range L1:C1-L2:C2]`: the code actions, headless.
+
+The whole file, or the range, is fixed as JSON or Markdown (or regenerated) by the same
+diffusion_infill.engine.repair.fixes code the server uses; the file is written only with --write. A file that
+is not UTF-8 is an input error (one line, exit 2); one with nothing to fix is a success
+(exit 0, nothing written), and without --range the messages speak of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from diffusion_infill.cli.inputs import CliError, plural
+from diffusion_infill.engine.closure import language_for_path
+from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
+
+_RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
+
+
+class RangeError(CliError):
+    """--range does not name a part of the file."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    start: int  # character offsets into the file
+    end: int
+
+    @classmethod
+    def parse(cls, spec: str | None, text: str) -> Selection:
+        """L1:C1-L2:C2, 1-based, columns in characters, the end exclusive; None: the whole text."""
+        if spec is None:
+            return cls(0, len(text))
+        match = _RANGE.match(spec)
+        if not match:
+            raise RangeError(f"expected --range L1:C1-L2:C2 with 1-based numbers, got {spec!r}")
+        line1, column1, line2, column2 = map(int, match.groups())
+        start, end = _offset(text, line1, column1), _offset(text, line2, column2)
+        if start > end:
+            raise RangeError(f"--range {spec} ends before it starts")
+        return cls(start, end)
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        raise RangeError(f"line {line} is out of range: the file has {plural(len(lines), 'line')}")
+    if not 1 <= column <= len(lines[line - 1]) + 1:
+        characters = plural(len(lines[line - 1]), "character")
+        raise RangeError(f"column {column} is out of range: line {line} has {characters}")
+    return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
+
+
+def pick_kind(kind: str, path: Path, selected: str) -> str:
+    """What to do with the selection: as asked, else by the file's language and the text's look."""
+    if kind != "auto":
+        return kind
+    if path.suffix.lower() == ".jsonc":
+        return "jsonc"  # comments and trailing commas are allowed there, and kept
+    if selected.lstrip()[:1] in ("{", "["):
+        return "json"
+    language = language_for_path(str(path))
+    if language in ("json", "markdown"):
+        return language
+    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, markdown or regenerate")
+
+
+def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Path) -> FixResult:
+    """The fix of the selection; the result's text is the selection's."""
+    selected = text[selection.start : selection.end]
+    around = Surroundings(text[: selection.start], text[selection.end :], language_for_path(str(path)))
+    action = {"json": fixer.fix_json, "jsonc": fixer.fix_jsonc, "markdown": fixer.fix_markdown,
+              "regenerate": fixer.regenerate}
+    return action[pick_kind(kind, path, selected)](selected, around)
+
+
+def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as_json: bool, write: bool,
+        ranged: bool = True) -> int:
+    """Prints the fixed text (or one JSON object); 0 when fixed or nothing is broken, 1 when no
+    valid fix exists. `ranged`: a --range was given (else the reasons speak of the file)."""
+    result = fix_text(fixer, kind, text, selection, path)
+    whole = text[: selection.start] + result.text + text[selection.end :]
+    reason = result.reason if ranged or result.reason is None else result.reason.replace("the selection", "the file")
+    if write and result.fixed:
+        path.write_text(whole, encoding="utf-8")
+    if as_json:
+        print(json.dumps({"text": whole, "fixed": result.fixed, "reason": reason}))
+    else:
+        sys.stdout.write(whole)
+        if not result.fixed:
+            verdict = "nothing to fix" if result.already_valid else "not fixed"
+            print(f"diffusion-infill: {verdict}: {reason}", file=sys.stderr)
+    return 0 if result.fixed or result.already_valid else 1

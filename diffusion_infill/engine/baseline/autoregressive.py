@@ -1,0 +1,190 @@
+"""The autoregressive baseline: a causal LM of the embedded model's size, trained with a
+fill-in-the-middle objective on the same corpus, decoded greedily with a KV cache.
+
+It exists to be measured beside the diffusion engine (`diffusion_infill/bench/compare.py`), so it reads
+exactly the same context (`prefix.encode_context`: prefix window, token healing, suffix
+head), yields the same `Draft`s (one per forward pass) and ends with the same closure
+rule (the insertion cut at the longest token boundary that keeps closure). The prompt is
+PSM order (Bavarian et al., arXiv:2207.14255): <fim_prefix> prefix <fim_suffix> suffix
+<fim_middle>, and the middle ends with the canvas's END token.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
+from transformers.generation.streamers import BaseStreamer
+
+from diffusion_infill.engine.checkpoint import ModelLoadError
+from diffusion_infill.engine.completion.confidence import Calibration, assess
+from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
+from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from diffusion_infill.engine.devices import pick_device
+from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.engine.streaming import Cancelled, stream_from_thread
+from diffusion_infill.engine.tokens import BOS, END, FIM_TOKENS, PAD, never_written
+
+SPEC_FILE = "fim.json"
+
+
+@dataclass(frozen=True)
+class FimSpec:
+    """How a baseline checkpoint was trained to read its prompt; saved beside its weights.
+    The defaults are the embedded diffusion model's context (diffusion_infill.engine.completion.canvas.CanvasSpec)."""
+
+    max_prefix: int = 128  # prefix tokens
+    suffix_head: int = 8  # suffix tokens after the cursor
+    max_middle: int = 24  # insertion tokens at most, END not counted
+    context_tokens: int = 0  # of max_prefix, tokens given to related lines from further up (as CanvasSpec)
+
+    def save(self, directory: Path) -> None:
+        (directory / SPEC_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> FimSpec:
+        return cls(**json.loads((directory / SPEC_FILE).read_text()))
+
+
+@dataclass(frozen=True)
+class FimIds:
+    prefix: int
+    suffix: int
+    middle: int
+    end: int
+    bos: int
+    pad: int
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer) -> FimIds:
+        lookup = tokenizer.convert_tokens_to_ids
+        return cls(*(lookup(token) for token in (*FIM_TOKENS, END, BOS, PAD)))
+
+
+def fim_prompt(prefix_ids: list[int], suffix_ids: list[int], ids: FimIds) -> list[int]:
+    """The prompt in training and inference alike; the middle follows it."""
+    return [ids.prefix, *prefix_ids, ids.suffix, *suffix_ids, ids.middle]
+
+
+@dataclass
+class FimModel:
+    model: torch.nn.Module  # a transformers causal LM
+    tokenizer: object
+    spec: FimSpec
+    ids: FimIds
+    source: str
+
+    @property
+    def canvas_problem(self) -> str:
+        """The clamped-canvas repairs (code actions) cannot use a left-to-right model."""
+        return f"{self.source} is the autoregressive baseline, not trained on the infill canvas"
+
+
+def load_fim(path: Path, device: str | None = None) -> FimModel:
+    """A baseline checkpoint from a local directory (nothing is downloaded), in float32."""
+    if not (path / SPEC_FILE).is_file():
+        raise ModelLoadError(f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
+                             "train one with `diffusion-infill train --objective fim`")
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                 use_kernels=False)  # no code from the Hub (engine.loading)
+    model = model.to(pick_device(device)).eval()
+    return FimModel(model, tokenizer, FimSpec.load(path), FimIds.from_tokenizer(tokenizer), str(path))
+
+
+class TokenStreamer(BaseStreamer):
+    """Hands each generated token to `emit`; raises Cancelled between forward passes."""
+
+    def __init__(self, emit: Callable[[int], None], cancelled: Callable[[], bool]):
+        self.emit, self.cancelled = emit, cancelled
+        self.prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:  # generate() first puts the prompt
+            self.prompt_seen = True
+            return
+        if self.cancelled():
+            raise Cancelled
+        self.emit(int(value.reshape(-1)[0]))
+
+    def end(self) -> None:
+        pass
+
+
+class ChosenLogprobs(LogitsProcessor):
+    """Keeps the log-probability of each greedy token: generate() appends custom processors
+    after its own, so the scores seen here are the ones the argmax is taken of."""
+
+    def __init__(self):
+        self.logprobs: list[float] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        self.logprobs.append(float(torch.log_softmax(scores[0].float(), dim=-1).max()))
+        return scores
+
+
+class AutoregressiveEngine:
+    """Greedy fill-in-the-middle completions with the `complete` contract of the other engines."""
+
+    def __init__(self, loaded: FimModel, settings: EngineSettings | None = None):
+        self.loaded = loaded
+        self.settings = settings or EngineSettings()
+        self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
+        self.suppressed = list(never_written(loaded.tokenizer, loaded.ids.end))
+
+    def _generate_options(self, context: EncodedContext, prompt_length: int, prefix: str) -> dict:
+        ids, tokenizer = self.loaded.ids, self.loaded.tokenizer
+        minimum = self.settings.min_insertion_tokens + bool(context.healed)
+        options = dict(max_new_tokens=(self.settings.max_gap_tokens or self.loaded.spec.max_middle) + 1,
+                       min_new_tokens=minimum, do_sample=False, eos_token_id=ids.end, pad_token_id=ids.pad,
+                       suppress_tokens=self.suppressed)
+        if context.healed:
+            allowed, everything = healing_candidates(tokenizer, context.healed), list(range(len(tokenizer)))
+            first = PrefixConstrainedLogitsProcessor(
+                lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1)
+            options["logits_processor"] = [first]
+        options["logits_processor"] = [*options.get("logits_processor", []), ChosenLogprobs()]
+        if not self.settings.multi_line(prefix):
+            options.update(stop_strings=["\n"], tokenizer=tokenizer)
+        return options
+
+    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
+                 start_text: str | None = None) -> Iterator[Draft]:
+        """Yields a Draft per forward pass (one token each), then a final closure-valid one.
+        `start_text` is unused: greedy decoding has nothing to warm-start."""
+        spec, ids = self.loaded.spec, self.loaded.ids
+        context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
+                                 spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
+        prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
+        input_ids = torch.tensor([prompt], device=self.loaded.model.device)
+        options = self._generate_options(context, len(prompt), request.prefix)
+        chosen = options["logits_processor"][-1]
+
+        def work(emit) -> None:
+            with torch.no_grad():
+                self.loaded.model.generate(input_ids, streamer=TokenStreamer(emit, cancelled), **options)
+
+        started = time.perf_counter()
+        tokens: list[int] = []
+        step, text, first_ms = 0, "", 0.0
+        for token in stream_from_thread(work, "fim-generate"):
+            step += 1
+            first_ms = first_ms or (time.perf_counter() - started) * 1000
+            if token != ids.end:  # END is the last token generate() hands out
+                tokens.append(token)
+                text = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+                yield Draft(text, step, 0.0, final=False, prefill_ms=first_ms)
+        if cancelled():
+            return
+        text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
+        full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+        found, confidence = assess(self.calibration, chosen.logprobs[: len(tokens) + 1], text, request.prefix,
+                                   cut=text != full)
+        yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence,
+                    evidence=found)

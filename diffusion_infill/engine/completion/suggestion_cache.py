@@ -1,0 +1,69 @@
+"""Answers without a model step: the same context asked again, or a shown suggestion typed along.
+
+Editors ask again for a context they asked before (an undo, the cursor moved away and
+back), and a user who types the beginning of the suggestion shown expects the rest to stay
+(Tabby keeps such a cache for the same reason). The last few final completions are kept
+by their context; a request whose context is one of them gets its completion back, and a
+request that types along a shown one (diffusion_infill.engine.completion.typed_along) gets the rest of it.
+The cache is the caller's (the server keeps one): the engine keeps nothing between requests.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from diffusion_infill.engine.completion import typed_along
+from diffusion_infill.engine.completion.confidence import passes
+from diffusion_infill.engine.drafts import MODEL, TYPED_ALONG, InfillRequest
+
+CACHE_SIZE = 32  # contexts kept, across documents
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str
+    confidence: float | None  # the estimate the engine gave the whole completion
+    source: str = MODEL  # engine.drafts.SOURCES: a model's completion, a document draft, or a rest typed along
+
+
+Context = tuple[str, str, str | None]  # prefix, suffix, language
+
+
+def _request(context: Context) -> InfillRequest:
+    return InfillRequest(*context)
+
+
+class SuggestionCache:
+    def __init__(self, size: int = CACHE_SIZE):
+        self.size = size
+        self._entries: OrderedDict[Context, Suggestion] = OrderedDict()
+
+    def store(self, request: InfillRequest, suggestion: Suggestion) -> None:
+        key = (request.prefix, request.suffix, request.language)
+        self._entries[key] = suggestion
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def lookup(self, request: InfillRequest, threshold: float) -> Suggestion | None:
+        """The completion kept for this very context (shown or not: it is the engine's answer), else the
+        rest of the latest kept completion that passes `threshold` and that the user has typed along
+        since; None when neither exists."""
+        exact = self._entries.get((request.prefix, request.suffix, request.language))
+        if exact is not None:
+            return exact
+        return self.typed_along(request, threshold)
+
+    def typed_along(self, request: InfillRequest, threshold: float | None = None) -> Suggestion | None:
+        """The rest of the latest kept completion typed along at `request` that passes `threshold`
+        (None: shown or not, as a warm start wants it)."""
+        for context, kept in reversed(self._entries.items()):
+            if threshold is not None and not passes(kept.confidence, threshold):
+                continue
+            if (left := typed_along.rest(_request(context), kept.text, request)) is not None:
+                return Suggestion(left, kept.confidence, TYPED_ALONG)
+        return None

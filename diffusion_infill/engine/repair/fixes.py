@@ -1,0 +1,296 @@
+"""Fix JSON, fix Markdown and regenerate a selection: candidates, validation, choice.
+
+Every fix gathers candidates from the deterministic repair and from the diffusion
+repair (diffusion_infill.engine.repair.diffusion), validates each one the same way (JSON must load, JSONC once its
+comments and trailing commas are blanked out; Markdown must pass diffusion_infill.engine.repair.markdown_rules;
+a regenerated selection must keep the file's closure), and keeps the valid candidate
+that loses the least of what the user wrote, then has the smallest edit. When none is
+valid the result says why and carries the text unchanged.
+
+A model's candidate for a fix may drop or move what the user wrote but never add to it:
+a JSON candidate is considered only when every string, key and number it holds is in the
+selection as written (or in its escaped form) and it adds no more objects, arrays and
+literals than the deterministic repair does (`jsonfix.added`); a Markdown candidate only
+when it adds no word, writes no fence's language and keeps every code block as it was
+(`markdown_rules.model_changes`); and no candidate that holds a special token's text
+(`<end>`, `<eos>` ...) more often than the selection does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.repair import jsonfix, markdown_rules
+from diffusion_infill.engine.repair.spans import Span
+
+if TYPE_CHECKING:  # torch: a fix without a model never imports it
+    from diffusion_infill.engine.repair.diffusion import DiffusionRepairer
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    before: str = ""  # document text before the selection: the encoder's context
+    after: str = ""  # document text after it: clamped after the canvas
+    language: str | None = None  # closure grammar for "regenerate" ("python", "json", ...)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    source: str  # "structure" (deterministic) or "diffusion"
+
+
+@dataclass(frozen=True)
+class FixResult:
+    text: str  # the fixed selection; the original one when not fixed
+    fixed: bool
+    reason: str | None = None  # why not, when not fixed
+    source: str | None = None  # which kind of candidate won
+    tried: int = 0  # candidates validated
+    valid_sources: tuple[str, ...] = ()  # the source of every distinct valid candidate, best first
+    already_valid: bool = False  # not fixed because nothing is broken
+
+
+def _opcodes(before: str, after: str) -> list[tuple[str, int, int, int, int]]:
+    """Character-level differences, found line by line first: a character-level match of two
+    whole documents is quadratic (minutes for a 50 kB README), of the changed lines it is not."""
+    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    old_starts, new_starts = [0], [0]
+    for line in old_lines:
+        old_starts.append(old_starts[-1] + len(line))
+    for line in new_lines:
+        new_starts.append(new_starts[-1] + len(line))
+    codes = []
+    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in lines.get_opcodes():
+        a, b = old_starts[i1], new_starts[j1]
+        if tag == "equal":
+            continue
+        chars = difflib.SequenceMatcher(None, before[a : old_starts[i2]], after[b : new_starts[j2]], autojunk=False)
+        codes += [(code, a + k1, a + k2, b + m1, b + m2) for code, k1, k2, m1, m2 in chars.get_opcodes()
+                  if code != "equal"]
+    return codes
+
+
+def edit_size(before: str, after: str) -> int:
+    """Characters inserted, deleted or replaced to turn `before` into `after`."""
+    return sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in _opcodes(before, after))
+
+
+def changed_spans(before: str, after: str) -> list[Span]:
+    """Where `after` differs from `before`, as spans of `before`: where a repair touched the text."""
+    return [Span(i1, i2) for _, i1, i2, _, _ in _opcodes(before, after)]
+
+
+Cost = int | tuple[int, ...]
+
+
+def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
+         lost: Callable[[str], Cost]) -> list[Candidate]:
+    """The distinct valid candidates that change something: least content lost first (`lost`
+    may count several things, compared in turn), then the smallest edit."""
+    seen, ranked = set(), []
+    for candidate in candidates:
+        if candidate.text in seen or candidate.text == original:
+            continue
+        seen.add(candidate.text)
+        if valid(candidate.text):
+            ranked.append(((lost(candidate.text), edit_size(original, candidate.text)), candidate))
+    ranked.sort(key=lambda item: item[0])
+    return [candidate for _, candidate in ranked]
+
+
+def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
+           lost: Callable[[str], int]) -> Candidate | None:
+    """The valid candidate that loses the least content, then changes the fewest characters."""
+    ranked = rank(original, candidates, valid, lost)
+    return ranked[0] if ranked else None
+
+
+def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, str], Counter]) -> list[Candidate]:
+    """The candidates a fix may choose from: every deterministic one, and the model's that add
+    nothing to `original` (`adds(original, candidate)` is empty)."""
+    return [candidate for candidate in candidates
+            if candidate.source != "diffusion" or not adds(original, candidate.text)]
+
+
+def _loads(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return True
+
+
+def _as_json(text: str, jsonc: bool) -> str:
+    """What json.loads must accept: JSONC with its comments and trailing commas blanked out."""
+    return jsonfix.strip_jsonc(text) if jsonc else text
+
+
+def json_broken(text: str, jsonc: bool = False) -> bool:
+    """Whether Fix JSON has something to do: the text is not blank and not valid already."""
+    return bool(text.strip()) and not _loads(_as_json(text, jsonc))
+
+
+def json_valid(text: str, jsonc: bool = False, comments: Counter | None = None) -> bool:
+    """Whether `text` loads (JSONC: once its comments and trailing commas are blanked out) and, in JSONC,
+    keeps `comments` as written."""
+    if not _loads(_as_json(text, jsonc)):
+        return False
+    return not jsonc or comments is None or jsonfix.comments(text) == comments
+
+
+def rank_json(text: str, candidates: list[Candidate], jsonc: bool = False) -> list[Candidate]:
+    """The valid JSON candidates a fix may choose, best first: the deterministic ones, and the model's
+    that hold nothing `text` lacks (`jsonfix.added`, with the deterministic repair vouching for the
+    structure it adds); least of the user's keys and values lost, then the smallest edit."""
+    comments = jsonfix.comments(text)
+    structural = next((candidate.text for candidate in candidates if candidate.source == "structure"), None)
+    reference = structural if structural is not None and json_valid(structural, jsonc) else None
+    written = jsonfix.words(text)
+
+    def lost(candidate: str) -> int:
+        return sum((written - jsonfix.words(candidate)).values())
+
+    def adds(original: str, candidate: str) -> Counter:
+        return jsonfix.added(original, candidate, reference, jsonc)
+
+    return rank(text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments),
+                lost)
+
+
+def markdown_validator(deterministic: str) -> Callable[[str], bool]:
+    """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
+    deterministic fix (a table must not pass the rules by turning into prose)."""
+    structure = markdown_rules.outline(deterministic)
+
+    def valid(candidate: str) -> bool:
+        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure
+
+    return valid
+
+
+def _result(original: str, candidates: list[Candidate], ranked: list[Candidate], reason: str) -> FixResult:
+    if not ranked:
+        return FixResult(original, False, reason, tried=len(candidates))
+    return FixResult(ranked[0].text, True, source=ranked[0].source, tried=len(candidates),
+                     valid_sources=tuple(candidate.source for candidate in ranked))
+
+
+class Fixer:
+    """The code actions' engine side; `repairer` is None when the model cannot fill canvases."""
+
+    def __init__(self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded"):
+        self.repairer = repairer
+        self.unavailable = unavailable  # why there is no repairer, for "regenerate" to say
+
+    def _diffusion(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
+        if self.repairer is None or not spans:
+            return []
+        try:
+            filled = self.repairer.fill(around.before, text, spans, around.after)
+        except (RuntimeError, ValueError) as error:  # e.g. out of memory on a long selection: keep the others
+            log.warning("diffusion repair failed: %s", error)
+            return []
+        return [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
+
+    def _leaks(self, original: str, candidate: str) -> bool:
+        """Whether a special token's text is in `candidate` more often than in `original`."""
+        return any(candidate.count(special) > original.count(special) for special in self.repairer.special_texts)
+
+    def fix_json(self, text: str, around: Surroundings = Surroundings(), jsonc: bool = False) -> FixResult:
+        """With `jsonc`, comments and trailing commas are allowed: never taken for damage, and a candidate
+        must keep every comment as the user wrote it."""
+        dialect = "JSONC" if jsonc else "JSON"
+        if not text.strip():
+            return FixResult(text, False, "the selection is empty")
+        if json_valid(text, jsonc):
+            return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
+        candidates = []
+        structural = jsonfix.structural_repair(text, jsonc)
+        if structural is not None:
+            candidates.append(Candidate(structural, "structure"))
+            candidates += self._diffusion(text, changed_spans(text, structural), around)
+        damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
+        candidates += self._diffusion(text, damaged, around)
+        return _result(text, candidates, rank_json(text, candidates, jsonc),
+                       f"no candidate repair of the selection is valid {dialect}")
+
+    def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        """JSON with comments and trailing commas (VS Code settings, tsconfig)."""
+        return self.fix_json(text, around, jsonc=True)
+
+    def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        found = markdown_rules.problems(text)
+        if not found:
+            return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
+        deterministic = markdown_rules.fix(text)
+        spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
+        candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
+        written = Counter(_WORD.findall(text))
+
+        def lost(candidate: str) -> int:
+            return sum((written - Counter(_WORD.findall(candidate))).values())
+
+        def changes(original: str, candidate: str) -> Counter:
+            return markdown_rules.model_changes(original, deterministic, candidate)
+
+        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost)
+        return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
+                       + "; ".join(problem.message for problem in found))
+
+    def complete_table(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        """The model writes the empty cells of the selection's tables, rows short of cells
+        padded first, each cell a gap between the row's clamped pipes. A candidate is valid
+        when every table keeps its rows and columns; the one that keeps every word and fills
+        the most cells wins. At most `max_gaps` cells a time: ask again for the rest."""
+        if self.repairer is None:
+            return FixResult(text, False, f"cannot complete the table: {self.unavailable}")
+        padded = markdown_rules.pad_tables(text)
+        offsets = markdown_rules.empty_cells(padded)
+        if not offsets:
+            return FixResult(text, False, "no table with an empty or missing cell in the selection")
+        offsets = offsets[: self.repairer.settings.max_gaps]  # more would merge gaps across pipes
+        candidates = self._diffusion(padded, [Span(offset, offset) for offset in offsets], around)
+        shapes, written = markdown_rules.table_shapes(padded), Counter(_WORD.findall(text))
+        empty = len(markdown_rules.empty_cells(padded))
+
+        def valid(candidate: str) -> bool:
+            return (markdown_rules.table_shapes(candidate) == shapes
+                    and len(markdown_rules.empty_cells(candidate)) < empty)
+
+        def lost(candidate: str) -> tuple[int, int]:
+            return (sum((written - Counter(_WORD.findall(candidate))).values()),
+                    len(markdown_rules.empty_cells(candidate)))
+
+        ranked = [candidate for candidate in rank(text, candidates, valid, lost) if lost(candidate.text)[0] == 0]
+        return _result(text, candidates, ranked, f"the model wrote nothing that fits the {len(offsets)} empty "
+                       + ("cell" if len(offsets) == 1 else "cells") + " between their pipes")
+
+    def regenerate(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        if self.repairer is None:
+            return FixResult(text, False, f"cannot regenerate: {self.unavailable}")
+        try:
+            filled = self.repairer.regenerate(around.before, text, around.after)
+        except (RuntimeError, ValueError) as error:
+            return FixResult(text, False, f"regeneration failed: {error}")
+        candidates = [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
+        for candidate in candidates:
+            if candidate.text.strip() and candidate.text != text \
+                    and closure.check(around.before, candidate.text, around.after, around.language).valid:
+                return FixResult(candidate.text, True, source="diffusion", tried=len(candidates))
+        if not candidates:
+            return FixResult(text, False, "the selection is too long to regenerate", tried=0)
+        return FixResult(text, False, "every regenerated text was empty, unchanged or broke the file's syntax",
+                         tried=len(candidates))

@@ -1,0 +1,339 @@
+"""textDocument/codeAction and codeAction/resolve: Fix JSON selection, Fix Markdown
+selection (quickfix), Complete table and Regenerate selection (refactor.rewrite).
+
+Targets come from the selection (any non-empty range) and from our own diagnostics in
+the request's context (for JSON the whole document, for Markdown the problem's lines).
+The repair runs on the engine thread (diffusion_infill.engine.repair.fixes), once per document version and target
+(editors ask again at every cursor move); a fixed target becomes a versioned
+WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
+offered disabled with the reason and edits nothing; a client that cannot show disabled
+actions is not sent it (as the spec asks) but told the reason in a message instead.
+
+A client that resolves edits lazily (`resolveSupport` with `edit`, and `dataSupport`) gets
+the actions at once, each with `data` naming its target and document version, and the
+repair runs only for the action the user picks, in codeAction/resolve. An edit is never
+returned for another version than the one it was computed on: resolve fails instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import attrs
+from cattrs import transform_error
+from cattrs.errors import BaseValidationError
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.repair import markdown_rules
+from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings, json_broken
+from diffusion_infill.lsp.documents import Document, UnknownDocument
+from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
+from diffusion_infill.lsp.positions import PositionError
+
+QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
+KINDS = [QUICKFIX, REWRITE]
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str  # "json", "jsonc", "markdown", "table" or "regenerate"
+    title: str
+    kind: types.CodeActionKind
+    run: Callable[[Fixer, str, Surroundings], FixResult]
+
+
+JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json)
+JSONC = Action("jsonc", "Fix JSON selection", QUICKFIX, Fixer.fix_jsonc)  # keeps comments and trailing commas
+MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown)
+TABLE = Action("table", "Complete table", REWRITE, Fixer.complete_table)
+REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate)
+ACTIONS = {action.name: action for action in (JSON, JSONC, MARKDOWN, TABLE, REGENERATE)}
+_converter = get_converter()
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: a valid request the server cannot carry out; the message says why."""
+
+    CODE = types.LSPErrorCodes.RequestFailed.value
+    MESSAGE = "Request Failed"
+
+
+@dataclass(frozen=True)
+class Support:
+    """What the client's codeAction capabilities let the server send."""
+
+    disabled: bool  # actions with `disabled` and its reason
+    resolve: bool  # actions without their edit, which codeAction/resolve fills in from their `data`
+
+    @classmethod
+    def of(cls, capabilities: types.ClientCapabilities) -> Support:
+        capability = capabilities.text_document and capabilities.text_document.code_action
+        if not capability:
+            return cls(disabled=False, resolve=False)
+        resolvable = capability.resolve_support is not None and "edit" in capability.resolve_support.properties
+        return cls(disabled=bool(capability.disabled_support), resolve=resolvable and bool(capability.data_support))
+
+
+@dataclass(frozen=True)
+class Target:
+    action: Action
+    start: int  # offsets into the document
+    end: int
+    diagnostics: tuple[types.Diagnostic, ...] = ()
+
+
+FixKey = tuple[str, int, str, int, int]  # uri, version, action, start, end
+
+
+def _key(document: Document, target: Target) -> FixKey:
+    return document.uri, document.version, target.action.name, target.start, target.end
+
+
+@attrs.frozen
+class Pending:
+    """An action offered without its edit: its `data`, what codeAction/resolve needs to compute the edit."""
+
+    uri: str
+    version: int  # the document version the action was offered for: the only one its edit may be for
+    action: str  # Action.name
+    range: types.Range  # the target, in the negotiated position encoding
+
+    def data(self) -> dict:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def of(cls, data: object) -> Pending:
+        try:
+            pending = _converter.structure(data, cls)
+        except BaseValidationError as error:
+            raise JsonRpcInvalidParams("codeAction/resolve: not an action of this server: "
+                                       + "; ".join(transform_error(error))) from None
+        if pending.action not in ACTIONS:
+            raise JsonRpcInvalidParams(f"codeAction/resolve: unknown action {pending.action!r}")
+        return pending
+
+
+class FixResults:
+    """The latest fix results, so that a client asking again for the same place of the same
+    version (editors ask at every cursor move) is answered without running the model again."""
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self._results: OrderedDict[FixKey, FixResult] = OrderedDict()
+
+    def get(self, key: FixKey) -> FixResult | None:
+        if key in self._results:
+            self._results.move_to_end(key)
+        return self._results.get(key)
+
+    def put(self, key: FixKey, result: FixResult) -> None:
+        self._results[key] = result
+        self._results.move_to_end(key)
+        while len(self._results) > self.size:
+            self._results.popitem(last=False)
+
+    def clear(self) -> None:
+        """Another model or other settings: the kept results would no longer be what it computes."""
+        self._results.clear()
+
+
+def _looks_like_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("{", "[")
+
+
+def _json_action(document: Document) -> Action:
+    return JSONC if document.language_id in JSONC_LANGUAGES else JSON
+
+
+def _selection_targets(document: Document, start: int, end: int) -> list[Target]:
+    """What a selection can be offered: a fix only where it finds something to fix (a cheap check,
+    no model), so that no action is offered that can only fail."""
+    if start == end:
+        return []
+    selected = document.text[start:end]
+    targets = []
+    json_action = _json_action(document)
+    if (document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected)) \
+            and json_broken(selected, jsonc=json_action is JSONC):
+        targets.append(Target(json_action, start, end))
+    if document.language_id in MARKDOWN_LANGUAGES:
+        if markdown_rules.problems(selected):
+            targets.append(Target(MARKDOWN, start, end))
+        if "|" in selected and markdown_rules.empty_cells(markdown_rules.pad_tables(selected)):
+            targets.append(Target(TABLE, start, end))
+    targets.append(Target(REGENERATE, start, end))
+    return targets
+
+
+def _ours(diagnostics: list[types.Diagnostic]) -> tuple[types.Diagnostic, ...]:
+    return tuple(diagnostic for diagnostic in diagnostics if diagnostic.source == SOURCE)
+
+
+def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic]) -> list[Target]:
+    ours = _ours(diagnostics)
+    if not ours:
+        return []
+    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES:
+        return [Target(_json_action(document), 0, len(document.text), ours)]  # JSON is valid or not as a whole document
+    if document.language_id not in MARKDOWN_LANGUAGES:
+        return []
+    lines, targets = document.lines, []
+    for diagnostic in ours:
+        first, last = diagnostic.range.start.line, diagnostic.range.end.line
+        start, end = lines.starts[first], lines.ends[min(last, len(lines) - 1)]
+        targets.append(Target(MARKDOWN, start, end, (diagnostic,)))
+    return targets
+
+
+def _wanted(kind: types.CodeActionKind, only: list[str] | None) -> bool:
+    """Whether `kind` is among the kinds the client asked for (a kind covers its sub-kinds)."""
+    name = str(getattr(kind, "value", kind))
+    wanted = [str(getattr(item, "value", item)) for item in only or []]
+    return not wanted or any(name == item or name.startswith(f"{item}.") for item in wanted)
+
+
+def _offsets(document: Document, where: types.Range, encoding: str) -> tuple[int, int]:
+    try:
+        start, end = document.lines.offset(where.start, encoding), document.lines.offset(where.end, encoding)
+    except PositionError as error:
+        raise JsonRpcInvalidParams(str(error)) from None
+    if start > end:
+        raise JsonRpcInvalidParams("the range ends before it starts")
+    return start, end
+
+
+def _one_markdown_fix(found: list[Target]) -> list[Target]:
+    """The Markdown targets (each diagnostic's lines, the selection) as one, over all of them:
+    one "Fix Markdown selection" that fixes everything in one application, where one per
+    target fixed a fence and left the table beside it for a second run."""
+    markdown = [target for target in found if target.action is MARKDOWN]
+    if len(markdown) < 2:
+        return found
+    diagnostics = tuple(diagnostic for target in markdown for diagnostic in target.diagnostics)  # one each
+    merged = Target(MARKDOWN, min(t.start for t in markdown), max(t.end for t in markdown), diagnostics)
+    first = found.index(markdown[0])
+    rest = [target for target in found if target.action is not MARKDOWN]
+    return [*rest[:first], merged, *rest[first:]]
+
+
+def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
+    """What the request can be offered, without duplicates, in the order offered."""
+    start, end = _offsets(document, params.range, encoding)
+    found = _diagnostic_targets(document, params.context.diagnostics)
+    # A range that is one of our diagnostics' own is where the client points at it, not a selection.
+    if not any(diagnostic.range == params.range for diagnostic in _ours(params.context.diagnostics)):
+        found += _selection_targets(document, start, end)
+    unique: dict[tuple[str, int, int], Target] = {}
+    for target in _one_markdown_fix(found):
+        unique.setdefault((target.action.name, target.start, target.end), target)
+    return [target for target in unique.values() if _wanted(target.action.kind, params.context.only)]
+
+
+def surroundings(document: Document, target: Target) -> Surroundings:
+    language = closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
+    return Surroundings(document.text[: target.start], document.text[target.end :], language)
+
+
+def _range(document: Document, target: Target, encoding: str) -> types.Range:
+    lines = document.lines
+    return types.Range(lines.position(target.start, encoding), lines.position(target.end, encoding))
+
+
+def code_action(document: Document, target: Target, result: FixResult, encoding: str) -> types.CodeAction:
+    """The action for one target: an edit of the target's range, or disabled with the reason."""
+    title, kind, diagnostics = target.action.title, target.action.kind, list(target.diagnostics) or None
+    if not result.fixed:
+        return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
+                                disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"))
+    edit = types.TextEdit(range=_range(document, target, encoding), new_text=result.text)
+    change = types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
+        edits=[edit])
+    return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
+                            is_preferred=kind == QUICKFIX or None, edit=types.WorkspaceEdit(document_changes=[change]))
+
+
+def unresolved(document: Document, target: Target, encoding: str) -> types.CodeAction:
+    """The action for one target without its edit, which codeAction/resolve computes when the user picks it."""
+    pending = Pending(document.uri, document.version, target.action.name, _range(document, target, encoding))
+    return types.CodeAction(title=target.action.title, kind=target.action.kind,
+                            diagnostics=list(target.diagnostics) or None, data=pending.data())
+
+
+def _snapshot(ls, uri: str) -> Document:
+    """A copy of the open document: an answer must describe the version asked about, even if it changes meanwhile."""
+    try:
+        document = ls.documents.get(uri)
+    except UnknownDocument as error:
+        raise JsonRpcInvalidParams(str(error)) from None
+    return Document(document.uri, document.language_id, document.version, document.text)
+
+
+async def _fix(ls, document: Document, target: Target) -> FixResult:
+    """The target's fix: the kept result, else computed on the engine thread (the loop only awaits it)."""
+    key = _key(document, target)
+    result = ls.fixes.get(key)
+    if result is None:
+        selected, around = document.text[target.start : target.end], surroundings(document, target)
+        result = await asyncio.wrap_future(ls.worker.fix(lambda fixer: target.action.run(fixer, selected, around)))
+        ls.fixes.put(key, result)
+    return result
+
+
+async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """textDocument/codeAction: the fixes and the rewrite the selection and diagnostics call for."""
+    snapshot = _snapshot(ls, params.text_document.uri)
+    encoding, support = ls.encoding, Support.of(ls.client_capabilities)
+    actions, withheld = [], []
+    for target in targets(snapshot, params, encoding):
+        if support.resolve and ls.fixes.get(_key(snapshot, target)) is None:
+            actions.append(unresolved(snapshot, target, encoding))  # the repair waits until the user picks it
+            continue
+        result = await _fix(ls, snapshot, target)
+        if result.fixed or support.disabled:
+            actions.append(code_action(snapshot, target, result, encoding))
+        else:  # a client that cannot show a disabled action would offer it as if it worked
+            withheld.append(f"{target.action.title}: {result.reason}")
+    if withheld:
+        _explain(ls, params.context.trigger_kind, withheld)
+    return actions
+
+
+def _explain(ls, trigger: types.CodeActionTriggerKind | None, withheld: list[str]) -> None:
+    """Why actions were left out, for a client that cannot show disabled ones: a message when the user asked
+    for code actions, the client's log when the editor asked by itself (it does at every cursor move)."""
+    message = "diffusion-infill: " + "; ".join(dict.fromkeys(withheld))
+    if trigger == types.CodeActionTriggerKind.Invoked:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+    else:
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
+
+
+def _unchanged(ls, pending: Pending) -> Document:
+    """The document as it was when the action was offered; RequestFailed when it has changed or closed since."""
+    try:
+        document = _snapshot(ls, pending.uri)
+    except JsonRpcInvalidParams:
+        raise RequestFailed("the document was closed since this action was offered") from None
+    if document.version != pending.version:
+        raise RequestFailed("the document changed since this action was offered: ask for code actions again")
+    return document
+
+
+async def resolve(ls, action: types.CodeAction) -> types.CodeAction:
+    """codeAction/resolve: the edit of an action offered without one, for the version it was offered for."""
+    pending = Pending.of(action.data)
+    document = _unchanged(ls, pending)
+    start, end = _offsets(document, pending.range, ls.encoding)
+    target = Target(ACTIONS[pending.action], start, end, tuple(action.diagnostics or ()))
+    result = await _fix(ls, document, target)
+    _unchanged(ls, pending)  # an edit made while the repair ran would make this one stale
+    if not result.fixed:
+        raise RequestFailed(f"{target.action.title}: {result.reason}")
+    return code_action(document, target, result, ls.encoding)

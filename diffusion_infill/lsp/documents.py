@@ -1,0 +1,101 @@
+"""The open documents, kept in sync from didOpen/didChange/didClose (incremental sync).
+
+pygls keeps its own copy too, but splits lines with `str.splitlines` and clamps bad
+positions silently; completions need the exact text the editor has, so this store
+applies edits with `diffusion_infill.lsp.positions` and knows each document's version.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lsprotocol.types import TextDocumentContentChangeEvent, TextDocumentContentChangePartial
+
+from diffusion_infill.lsp.positions import Lines, PositionError
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate replaced by U+FFFD.
+
+    JSON lets a client send one (`"\\ud800"`) and Python keeps it, but no tokenizer or
+    parser can encode it. The replacement is one code point for one, of the same width in
+    UTF-8, UTF-16 and UTF-32, so every position the client sends still means the same place.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+class UnknownDocument(KeyError):
+    """A request named a document that is not open."""
+
+    def __str__(self) -> str:
+        return f"document {self.args[0]} is not open (send textDocument/didOpen first)"
+
+
+@dataclass
+class Document:
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    _lines: Lines | None = field(default=None, repr=False)
+
+    @property
+    def lines(self) -> Lines:
+        """Line offsets of the current text, computed once per version."""
+        if self._lines is None or self._lines.text is not self.text:
+            self._lines = Lines(self.text)
+        return self._lines
+
+    def apply(self, change: TextDocumentContentChangeEvent, encoding: str) -> None:
+        """Applies one content change: a range replacement, or the whole text."""
+        if isinstance(change, TextDocumentContentChangePartial):
+            lines = self.lines
+            start = lines.offset(change.range.start, encoding, clamp_line=True)
+            end = lines.offset(change.range.end, encoding, clamp_line=True)
+            self.text = self.text[:start] + well_formed(change.text) + self.text[max(start, end) :]
+        else:
+            self.text = well_formed(change.text)
+
+
+class Documents:
+    """Open documents by URI."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, Document] = {}
+
+    def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
+        document = Document(uri, language_id, version, well_formed(text))
+        self._open[uri] = document
+        return document
+
+    def change(self, uri: str, version: int, changes: Iterable[TextDocumentContentChangeEvent],
+               encoding: str) -> Document:
+        """Applies `changes` in order (each one's positions refer to the text after the previous).
+
+        All or nothing: when one change names no place in the text, none is applied, so the
+        text is never one the client did not have and the version still matches it.
+        """
+        document = self.get(uri)
+        before = document.text
+        try:
+            for change in changes:
+                document.apply(change, encoding)
+        except PositionError:
+            document.text = before
+            raise
+        document.version = version
+        return document
+
+    def close(self, uri: str) -> Document | None:
+        """Forgets the document; returns it, or None when it was not open."""
+        return self._open.pop(uri, None)
+
+    def get(self, uri: str) -> Document:
+        try:
+            return self._open[uri]
+        except KeyError:
+            raise UnknownDocument(uri) from None

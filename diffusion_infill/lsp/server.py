@@ -1,0 +1,307 @@
+"""The language server: LSP 3.18 inline completion from the diffusion engine, with the
+converging drafts streamed as `infill/draft` notifications; code actions that fix or
+regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics,
+off the event loop).
+
+Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
+engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
+starts with `initialize`, so that request is answered at once; its progress is reported
+once the client is `initialized`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from diffusion_infill.engine import closure
+from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.remote.client import RemoteError
+from diffusion_infill.lsp import actions, diagnostics
+from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
+from diffusion_infill.lsp.framing import Frames
+from diffusion_infill.lsp.items import items, placement
+from diffusion_infill.lsp.positions import UTF16, PositionError
+from diffusion_infill.lsp.protocol import InfillProtocol
+from diffusion_infill.lsp.runs import RunKey, Runs
+from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
+from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
+from diffusion_infill.lsp.window import bounded
+from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
+
+DRAFT_NOTIFICATION = "infill/draft"
+TRIGGERS = {types.InlineCompletionTriggerKind.Invoked: "invoked",
+            types.InlineCompletionTriggerKind.Automatic: "automatic"}
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    settings: ServerSettings  # from the command line; initializationOptions and workspace settings override
+    telemetry: Path | None  # acceptance counts file; None: in memory only
+    trust_remote_code: bool = False  # command line only: a workspace setting must not enable running code
+
+
+class InfillServer(LanguageServer):
+    def __init__(self, options: ServeOptions):
+        # pygls' thread pool only reads stdin here (no threaded handlers), one read at a time; with
+        # more workers a race between a read's end and the next submit adds threads up to cpu + 4.
+        super().__init__("diffusion-infill", "0.1.0", protocol_cls=InfillProtocol, max_workers=1,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.base = options.settings  # command line, then initializationOptions: what workspace settings override
+        self.settings = options.settings
+        self.documents = Documents()
+        self.worker = EngineWorker(options.trust_remote_code)
+        self.runs = Runs(self.worker, self.publish_draft)
+        self.fixes = actions.FixResults()  # code-action results per document version and target
+        self.diagnostics = diagnostics.Publisher(self)
+        self.telemetry = Telemetry(options.telemetry)
+        self.loading: Future[LoadOutcome] | None = None
+        self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
+        self.unreachable = False  # the remote engine's server failed and the user was told; until it answers
+        self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
+
+    @property
+    def encoding(self) -> str:
+        """The negotiated position encoding, as its LSP name."""
+        encoding = self.workspace.position_encoding or UTF16
+        return str(getattr(encoding, "value", encoding))
+
+    def background(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft) -> None:
+        position = {"line": at.line, "character": at.character}
+        self.protocol.notify(DRAFT_NOTIFICATION, {"uri": key.uri, "version": key.version, "position": position,
+                                                  "text": draft.text, "step": draft.step, "final": draft.final,
+                                                  "source": draft.source})
+
+    def tell(self, kind: types.MessageType, message: str) -> None:
+        """Shows `message` to the user and logs it."""
+        log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffusion-infill: {message}"))
+
+    def server_failed(self, message: str) -> None:
+        """The remote engine's server failed: told once, not at every keystroke, until it answers again."""
+        if not self.unreachable:
+            self.unreachable = True
+            self.tell(types.MessageType.Error, f"{message}; inline completion is off until the server answers")
+
+    def load_model(self) -> None:
+        settings, remote = self.settings, self.settings.remote_settings()
+        self.runs.clear()
+        self.fixes.clear()
+        self.unreachable = False
+        if remote is not None:
+            # a setting may have chosen where code goes: whoever reads the log can see where
+            log.warning("engine openai: the text around the cursor is sent to %s", remote.url or "(no url)")
+            self.loading = self.worker.connect(remote, settings.engine_settings())
+        else:
+            self.loading = self.worker.load(settings.model, settings.device, settings.dtype,
+                                            settings.engine_settings())
+
+    def apply(self, settings: ServerSettings) -> None:
+        """Switches to new settings: loads the model again only when model, device or dtype changed."""
+        previous, self.settings = self.settings, settings
+        if settings.model_key() != previous.model_key():
+            self.load_model()
+            self.background(report_loading(self))
+        elif settings.engine_settings() != previous.engine_settings():
+            self.runs.clear()
+            self.worker.configure(settings.engine_settings())
+        elif ((settings.invoked_items, settings.min_confidence, settings.document_drafts)
+              != (previous.invoked_items, previous.min_confidence, previous.document_drafts)):
+            self.runs.clear()
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        # pygls trusts stdin's framing; one broken frame would lose every later message (diffusion_infill.lsp.framing).
+        super().start_io(Frames(stdin or sys.stdin.buffer), stdout)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
+            # pygls' read loop could not decode a body (JSON, UTF-8, nesting depth): JSON-RPC answers it.
+            self.protocol.reply_parse_error(error)
+            return
+        # A failed request was answered with its error; errors outside a request (a bad
+        # notification) are logged, not shown: the user cannot act on them.
+        if source is not FeatureRequestError:
+            log.error("%s: %s", getattr(source, "__name__", source), error)
+
+
+def _invalid(error: Exception) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(str(error))
+
+
+def _closure_language(document: Document) -> str | None:
+    return closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
+
+
+Selected = tuple[int, int, str]  # the completion menu's selected entry: start offset, end offset, text
+
+
+def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, Selected | None]:
+    """The document, the cursor offset and the selected menu entry (start, end, text) of a request."""
+    try:
+        document = ls.documents.get(params.text_document.uri)
+        lines, encoding = document.lines, ls.encoding
+        cursor = lines.offset(params.position, encoding)
+        selected = params.context.selected_completion_info
+        if selected is None:
+            return document, cursor, None
+        start, end = lines.offset(selected.range.start, encoding), lines.offset(selected.range.end, encoding)
+    except (UnknownDocument, PositionError) as error:
+        raise _invalid(error) from None
+    if not start <= cursor or start > end:
+        raise _invalid(ValueError("selectedCompletionInfo.range must start at or before the cursor"))
+    return document, cursor, (start, end, selected.text)
+
+
+async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:
+    """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
+    document, cursor, selected = _locate(ls, params)
+    settings = ls.settings
+    if ls.worker.state is State.FAILED or not settings.enabled_for(document.language_id):
+        return []
+    trigger = TRIGGERS[params.context.trigger_kind]
+    where = placement(document.text, cursor, selected)
+    lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
+    samples = settings.invoked_items if trigger == "invoked" else 1
+    # The user asked: every completion is offered; while typing only those likely to be accepted.
+    threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
+    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
+                 settings.document_drafts, settings.quiet_after)
+    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
+                            invoked=trigger == "invoked")
+    try:
+        finals = await ls.runs.complete(key, request, params.position)
+    except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
+        raise actions.RequestFailed(f"completion failed: {error}") from None
+    except RemoteError as error:  # the server keeps serving; the user hears of it once
+        ls.server_failed(str(error))
+        return []
+    ls.unreachable = ls.unreachable and not finals  # answered (superseded runs answer nothing)
+    result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
+    ls.telemetry.offered(trigger, len(result))
+    return result
+
+
+def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
+    """Reads initializationOptions and starts loading the model; the reply does not wait for it."""
+    ls.base, problems = merge(ls.base, initialization_section(params.initialization_options))
+    ls.settings = ls.base
+    ls.load_model()
+    ls.problems = problems  # shown once initialized: a server may not message the user before its reply
+
+
+def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
+    if ls.problems:
+        ls.tell(types.MessageType.Warning, "ignored settings: " + "; ".join(ls.problems))
+    ls.background(report_loading(ls))
+
+
+async def report_loading(ls: InfillServer) -> None:
+    """window/workDoneProgress while the model loads; window/showMessage if it cannot."""
+    loading, name = ls.loading, ls.settings.model or "the embedded model"
+    if loading is None:
+        return
+    token = f"diffusion-infill/load/{id(loading)}"
+    progress = bool(ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress)
+    if progress:
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception as error:  # the client refused the token: load without a progress bar
+            log.warning("no progress bar: %s", error)
+            progress = False
+    if progress:
+        begin = types.WorkDoneProgressBegin(title="diffusion-infill", message=f"loading {name}")
+        ls.work_done_progress.begin(token, begin)
+    outcome = await asyncio.wrap_future(loading)
+    if progress:
+        done = "ready" if outcome.error is None else "failed"
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{name}: {done}"))
+    if outcome.error is not None:
+        ls.tell(types.MessageType.Error, f"could not load the model, inline completion is off: {outcome.error}")
+    elif outcome.unreachable is not None and ls.loading is loading:
+        ls.server_failed(outcome.unreachable)
+    elif ls.loading is loading:
+        log.info("model ready: %s", outcome.source)
+
+
+def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
+    item = params.text_document
+    document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
+    ls.runs.invalidate(item.uri)
+    ls.diagnostics.schedule(document)
+
+
+def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.runs.invalidate(uri)  # first: whatever happens next, the old run is stale
+    try:
+        document = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
+    except (UnknownDocument, PositionError) as error:
+        log.warning("ignoring didChange: %s", error)
+        return
+    ls.diagnostics.schedule(document)
+
+
+def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.runs.invalidate(params.text_document.uri)
+    document = ls.documents.close(params.text_document.uri)
+    if document is not None:
+        ls.diagnostics.forget(document)
+
+
+async def did_change_configuration(ls: InfillServer, params: types.DidChangeConfigurationParams) -> None:
+    """workspace/didChangeConfiguration: pushed settings, or a nudge to pull them."""
+    section = section_of(params.settings)
+    if section is None and ls.client_capabilities.workspace and ls.client_capabilities.workspace.configuration:
+        pulled = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+        section = pulled[0] if pulled else None
+    settings, problems = merge(ls.base, section)
+    if problems:
+        ls.tell(types.MessageType.Warning, "ignored settings: " + "; ".join(problems))
+    ls.apply(settings)
+
+
+def accepted(ls: InfillServer, trigger: str) -> None:
+    """The client ran an item's command: the user accepted a completion. Counted, nothing else."""
+    if trigger not in TRIGGERS.values():
+        raise JsonRpcInvalidParams(f"{ACCEPT_COMMAND}: unknown trigger {trigger!r}")
+    ls.telemetry.accepted(trigger)
+
+
+def shutdown(ls: InfillServer, params: Any) -> None:
+    ls.runs.clear()
+    ls.worker.shutdown()
+    ls.diagnostics.shutdown()
+
+
+def create_server(options: ServeOptions) -> InfillServer:
+    server = InfillServer(options)
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(types.SHUTDOWN)(shutdown)
+    # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
+    server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=actions.KINDS, resolve_provider=True))(actions.code_actions)
+    server.feature(types.CODE_ACTION_RESOLVE)(actions.resolve)
+    server.command(ACCEPT_COMMAND)(accepted)
+    return server

@@ -1,0 +1,184 @@
+"""Server settings: the `diffusionInfill` section of initializationOptions and of
+workspace/didChangeConfiguration, checked one by one; a bad value keeps its previous
+setting and the user is told which and why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from diffusion_infill.engine.drafts import MODES
+from diffusion_infill.engine.remote.settings import FORMATS, RemoteSettings
+from diffusion_infill.engine.settings import EngineSettings
+
+SECTION = "diffusionInfill"
+ENGINES = ("local", "openai")  # a checkpoint in this process, or an OpenAI-compatible server (engine.remote.client)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    model: str | None = None  # checkpoint directory or cached hub id; None: the embedded model
+    device: str = "auto"  # "auto" (CUDA when available), "cpu", "cuda:1", ...
+    dtype: str = "auto"  # "auto" (bfloat16 on CUDA, float32 on CPU), "float32", ...
+    max_gap_tokens: int | None = None  # slots in the gap; None: what the model was trained with
+    max_steps: int | None = None  # denoising steps at most; None: the engine's default (24)
+    entropy_bound: float | None = None  # summed entropy accepted per step; None: the engine's default
+    mode: str = "auto"  # "single-line", "multi-line", or "auto" (multi-line on an empty line)
+    enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all
+    invoked_items: int = 3  # completions offered for cycling on an explicitly invoked request
+    engine: str = "local"  # "local" (the checkpoint in `model`) or "openai" (`model` served at `url`)
+    url: str | None = None  # with engine "openai": the server's base URL, e.g. http://gpu-box:8000/v1
+    prompt_format: str = "auto"  # with engine "openai": "auto" (probed), "diffusion", "chat" or "fim"
+    timeout: float = 0.8  # with engine "openai": seconds an as-you-type completion may take
+    invoked_timeout: float = 10.0  # with engine "openai": seconds for invoked completions and code actions
+    # Automatic requests offer a completion only when its estimated chance of being accepted
+    # (diffusion_infill.engine.completion.confidence) is at least this; invoked ones offer every completion. None: the
+    # threshold fitted with the checkpoint (its confidence.json; diffusion_infill.bench.calibrate chooses the
+    # one that saves most typing per wrong suggestion shown); without one, everything.
+    min_confidence: float | None = None
+    # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.document_drafts)
+    document_drafts: bool = True
+    # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
+    quiet_after: str | None = None  # None: the characters calibrated with the checkpoint
+
+    def engine_settings(self) -> EngineSettings:
+        return EngineSettings(mode=self.mode).with_overrides(
+            max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound)
+
+    def model_key(self) -> tuple:
+        """What loading depends on: a change here means loading the model (or connecting) again."""
+        return self.model, self.device, self.dtype, self.remote_settings()
+
+    def remote_settings(self) -> RemoteSettings | None:
+        """The server to ask, with engine "openai"; None: the in-process engine."""
+        if self.engine != "openai":
+            return None
+        return RemoteSettings(self.url or "", self.model or "", self.prompt_format, timeout=self.timeout,
+                              invoked_timeout=self.invoked_timeout)
+
+    def enabled_for(self, language_id: str) -> bool:
+        return self.enabled_languages is None or language_id in self.enabled_languages
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a non-empty string")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("expected a positive integer")
+    return value
+
+
+def _optional_positive_int(value: Any) -> int | None:
+    return None if value is None else _positive_int(value)
+
+
+def _positive_float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError("expected a positive number")
+    return float(value)
+
+
+def _optional_probability(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError("expected a number from 0 to 1")
+    return float(value)
+
+
+
+def _optional_positive_float(value: Any) -> float | None:
+    return None if value is None else _positive_float(value)
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def _characters(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("expected a string of characters (\"\" for none) or null")
+    return value
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def _languages(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("expected a list of languageIds, or null for all")
+    return tuple(value)
+
+
+# settings key (camelCase, as editors write it) -> (field name, checker)
+_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "model": ("model", _optional_text),
+    "device": ("device", _text),
+    "dtype": ("dtype", _text),
+    "maxGapTokens": ("max_gap_tokens", _optional_positive_int),
+    "maxSteps": ("max_steps", _optional_positive_int),
+    "entropyBound": ("entropy_bound", _optional_positive_float),
+    "mode": ("mode", _one_of(MODES)),
+    "enabledLanguages": ("enabled_languages", _languages),
+    "invokedItems": ("invoked_items", _positive_int),
+    "minConfidence": ("min_confidence", _optional_probability),
+    "documentDrafts": ("document_drafts", _flag),
+    "quietAfter": ("quiet_after", _characters),
+    "engine": ("engine", _one_of(ENGINES)),
+    "url": ("url", _optional_text),
+    "promptFormat": ("prompt_format", _one_of(FORMATS)),
+    "timeout": ("timeout", _positive_float),
+    "invokedTimeout": ("invoked_timeout", _positive_float),
+}
+assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
+
+
+def section_of(payload: Any) -> Any:
+    """The `diffusionInfill` value of an options or settings payload; None when it has none."""
+    return payload.get(SECTION) if isinstance(payload, Mapping) else None
+
+
+def initialization_section(options: Any) -> Any:
+    """initializationOptions: the section under `diffusionInfill`, or its keys written directly."""
+    if isinstance(options, Mapping) and SECTION not in options:
+        return options
+    return section_of(options)
+
+
+def merge(current: ServerSettings, section: Any) -> tuple[ServerSettings, list[str]]:
+    """`current` with the values of `section` applied, and a line per value that was ignored.
+    No section, null or `[]` (how Lua clients such as Neovim's encode an empty table) change nothing."""
+    if section is None or section == []:
+        return current, []
+    if not isinstance(section, Mapping):
+        return current, [f"{SECTION}: expected an object of settings, got {section!r}"]
+    values, problems = {}, []
+    for key, value in section.items():
+        if key not in _KEYS:
+            problems.append(f"{SECTION}.{key}: unknown setting (known: {', '.join(_KEYS)})")
+            continue
+        name, check = _KEYS[key]
+        try:
+            values[name] = check(value)
+        except ValueError as error:
+            problems.append(f"{SECTION}.{key}: {error}, got {value!r}; keeping {getattr(current, name)!r}")
+    return replace(current, **values), problems

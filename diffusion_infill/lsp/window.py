@@ -1,0 +1,27 @@
+"""The text around the cursor that a completion request gives the engine: bounded, so a
+10 MB file costs what a small one does.
+
+The model reads far less than this (a checkpoint's `max_prefix` tokens, about 1,000
+characters for the embedded model, and a few tokens after the cursor); the rest is for
+the closure check, which parses what it is given on every candidate, and keeps the last
+32 parses (diffusion_infill.engine.closure): on a whole 10 MB file that is seconds per check and hundreds
+of megabytes. A window that starts inside a string or comment is no problem for the
+check, which only asks that a candidate makes the window no worse than it was.
+"""
+
+from __future__ import annotations
+
+MAX_BEFORE = 32_768  # characters before the cursor
+MAX_AFTER = 8_192  # characters after it
+
+
+def bounded(prefix: str, suffix: str, max_before: int = MAX_BEFORE, max_after: int = MAX_AFTER) -> tuple[str, str]:
+    """The end of `prefix` and the start of `suffix`, cut at line boundaries where there is one."""
+    if len(prefix) > max_before:
+        start = len(prefix) - max_before
+        newline = prefix.find("\n", start, len(prefix) - 1)  # never the last character: that leaves nothing
+        prefix = prefix[newline + 1 if newline != -1 else start :]
+    if len(suffix) > max_after:
+        newline = suffix.rfind("\n", 1, max_after)
+        suffix = suffix[: newline + 1 if newline != -1 else max_after]
+    return prefix, suffix
