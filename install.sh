@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one set-up command: a virtualenv in .venv with the project and its test tools.
-# Offline-safe: nothing is fetched from a model hub; the embedded model ships in diffusion_infill/engine/model.
+# Offline-safe: nothing is fetched from a model hub; the embedded model ships in src/diffusion_infill/engine/model.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
@@ -21,10 +21,10 @@ pip install --quiet -e '.[dev]'
 # The Node packages two benchmark tests judge against (markdownlint, jsonrepair: about 12 MB from
 # their lock files); without npm those tests skip and say what to run.
 if command -v npm >/dev/null 2>&1; then
-  for peer in diffusion_infill/bench/markdownlint diffusion_infill/bench/jsonrepair; do
+  for peer in src/diffusion_infill/bench/markdownlint src/diffusion_infill/bench/jsonrepair; do
     (cd "$peer" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   done
 else
-  echo "no npm: the markdownlint and jsonrepair tests will skip (Node 20+, then npm ci in diffusion_infill/bench/markdownlint and diffusion_infill/bench/jsonrepair)"
+  echo "no npm: the markdownlint and jsonrepair tests will skip (Node 20+, then npm ci in src/diffusion_infill/bench/markdownlint and src/diffusion_infill/bench/jsonrepair)"
 fi
 echo "ready: . .venv/bin/activate && diffusion-infill --help"

@@ -22,7 +22,7 @@ python3 -c "import torch, transformers; print(torch.__version__, transformers.__
 DEVICE=${DEVICE:-cuda}
 for arm in ${ARMS:?name:objective:corpus:weighting[:context] ...}; do
   IFS=: read -r name kind corpus weighting context <<<"$arm"
-  case $kind in fim) init=diffusion_infill/bench/fim_model ;; *) init=diffusion_infill/engine/model ;; esac
+  case $kind in fim) init=src/diffusion_infill/bench/fim_model ;; *) init=src/diffusion_infill/engine/model ;; esac
   python3 -m diffusion_infill.cli.main train --device "$DEVICE" --objective "$kind" --init-from "$init" --corpus "$corpus" \
     --weighting "$weighting" ${context:+--context-tokens $context} --precision bf16 --after-end pad \
     --learning-rate "${LR:-1e-3}" --warmup-steps 300 --workers "${WORKERS:-2}" ${PREFIXES:+--prefixes $PREFIXES} \

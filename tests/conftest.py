@@ -96,11 +96,11 @@ MODEL_VARIABLE = "DIFFUSION_INFILL_TEST_MODEL"  # another checkpoint directory t
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
-    """The embedded model, copied once: training rewrites diffusion_infill/engine/model while tests run."""
+    """The embedded model, copied once: training rewrites src/diffusion_infill/engine/model while tests run."""
     if os.environ.get(MODEL_VARIABLE):
         return Path(os.environ[MODEL_VARIABLE])
     if not (EMBEDDED_MODEL / "config.json").exists():
-        pytest.skip("no embedded model in diffusion_infill/engine/model yet")
+        pytest.skip("no embedded model in src/diffusion_infill/engine/model yet")
     for attempt in range(COPY_ATTEMPTS):
         target = tmp_path_factory.mktemp("model") / "model"
         shutil.copytree(EMBEDDED_MODEL, target)
@@ -134,7 +134,7 @@ class OpenAIServer:
 
 @pytest.fixture(scope="session")
 def openai_server(tmp_path_factory):
-    """`transformers serve` serving the autoregressive baseline (diffusion_infill/bench/fim_model), plain and with a
+    """`transformers serve` serving the autoregressive baseline (src/diffusion_infill/bench/fim_model), plain and with a
     chat template: a real OpenAI-compatible server for diffusion_infill.engine.remote.client, one per test session."""
     from openai_servers import TransformersServe, with_chat_template
 

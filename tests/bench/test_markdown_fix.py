@@ -1,5 +1,5 @@
-"""Fix Markdown judged by markdownlint (a real Node process, diffusion_infill/bench/markdownlint) and by a CommonMark
-renderer (markdown-it-py): on valid documents of installed packages it changes nothing, and on
+"""Fix Markdown judged by markdownlint (a real Node process, src/diffusion_infill/bench/markdownlint) and by a
+CommonMark renderer (markdown-it-py): on valid documents of installed packages it changes nothing, and on
 broken ones it adds no violation and leaves what it did not repair rendering the same."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from diffusion_infill.bench.npm_peers import node_for
 from diffusion_infill.engine.repair.markdown_rules import problems
 
 pytestmark = pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
-                                reason="needs Node 20+ and `npm ci` in diffusion_infill/bench/markdownlint "
+                                reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint "
                                        "(install.sh does it)")
 
 DOCUMENTS, MAX_CHARS = 30, 16_000  # a modest corpus: markdownlint takes a good part of a second per document

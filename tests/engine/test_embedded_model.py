@@ -1,4 +1,4 @@
-"""The embedded model (diffusion_infill/engine/model) on held-out stdlib files, which training never read.
+"""The embedded model (src/diffusion_infill/engine/model) on held-out stdlib files, which training never read.
 
 Thresholds are the numbers measured for docs/training.md ("The long run") less a margin,
 so that a worse checkpoint or a broken decoding path fails here.

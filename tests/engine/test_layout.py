@@ -1,4 +1,4 @@
-"""diffusion_infill/engine/ is arranged by job: the completion engine stands on its own; repair, the
+"""src/diffusion_infill/engine/ is arranged by job: the completion engine stands on its own; repair, the
 remote engine and the autoregressive baseline build on it; training builds on all of them; nothing
 in engine/ reaches into the benchmark. And one place per rule: which tokens are never written,
 whether a context is typed along, and which requests are answered without a run."""
@@ -12,7 +12,7 @@ import pytest
 from tests.lsp.test_lsp_imports import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "diffusion_infill"
+PACKAGE = ROOT / "src" / "diffusion_infill"
 ENGINE = PACKAGE / "engine"
 
 
@@ -45,7 +45,7 @@ def _modules():
     for path in PACKAGE.rglob("*.py"):
         if not (path.parent / "__init__.py").exists():
             continue  # not code of the package: cli/samples holds broken files on purpose
-        yield ".".join(path.relative_to(ROOT).with_suffix("").parts), path
+        yield ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts), path
 
 
 def importers(module: str) -> set[str]:

@@ -175,7 +175,7 @@ def test_a_loaded_checkpoint_runs_no_hub_kernels(saved):
 def test_the_loaded_baseline_runs_no_hub_kernels():
     from diffusion_infill.engine.baseline.autoregressive import load_fim
 
-    assert load_fim(ROOT / "diffusion_infill" / "bench" / "fim_model", "cpu").model.use_kernels is False
+    assert load_fim(ROOT / "src" / "diffusion_infill" / "bench" / "fim_model", "cpu").model.use_kernels is False
 
 
 def _model_loads_without_use_kernels_false(path: Path) -> list[str]:
@@ -193,6 +193,6 @@ def _model_loads_without_use_kernels_false(path: Path) -> list[str]:
 
 
 def test_every_model_load_in_the_project_turns_hub_kernels_off():
-    sources = [path for folder in ("diffusion_infill", "tests") for path in (ROOT / folder).rglob("*.py")
+    sources = [path for folder in ("src", "tests") for path in (ROOT / folder).rglob("*.py")
                if not {"samples", "node_modules"} & set(path.parts)]  # samples: a half-typed file to complete
     assert [hit for path in sources for hit in _model_loads_without_use_kernels_false(path)] == []

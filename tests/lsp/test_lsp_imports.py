@@ -1,5 +1,5 @@
 """The lsp modules import one another without a circle (type-only imports count too),
-and diffusion_infill/engine/ never imports diffusion_infill/lsp/."""
+and src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "diffusion_infill"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "diffusion_infill"
 
 
 def imported_modules(path: Path) -> set[str]:

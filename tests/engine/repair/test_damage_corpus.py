@@ -20,7 +20,7 @@ from diffusion_infill.bench.npm_peers import node_for
 from diffusion_infill.engine.repair.fixes import Fixer
 from diffusion_infill.engine.repair.jsonfix import structural_repair
 
-BENCH = Path(__file__).parents[3] / "diffusion_infill" / "bench"
+BENCH = Path(__file__).parents[3] / "src" / "diffusion_infill" / "bench"
 MAX_CHARS = 200_000
 
 
@@ -82,7 +82,8 @@ def test_valid_json_comes_back_byte_for_byte():
 
 
 @pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
-                    reason="needs Node 20+ and `npm ci` in diffusion_infill/bench/markdownlint (install.sh does it)")
+                    reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint "
+                           "(install.sh does it)")
 def test_clean_markdown_comes_back_byte_for_byte():
     documents = markdown()
     found = lint([text for _, text in documents])

@@ -84,7 +84,7 @@ def test_the_loss_trains_the_model(tiny_fim, maker):
 
 
 def test_the_baseline_matches_the_embedded_model_in_size(fim_ids):
-    """4.98M parameters against the embedded DiffusionGemma's 5.03M (diffusion_infill/engine/model/recipe.json)."""
+    """4.98M parameters against the embedded DiffusionGemma's 5.03M (src/diffusion_infill/engine/model/recipe.json)."""
     with torch.device("meta"):
         model = fim.fim_model(fim.FIM_ARCHITECTURE, fim.FIM_ARCHITECTURE.vocab_size + 3, fim_ids)
     parameters = sum(p.numel() for p in model.parameters())

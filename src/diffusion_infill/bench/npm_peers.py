@@ -1,5 +1,5 @@
 """The Node packages the benchmarks judge against (markdownlint, jsonrepair), each installed from
-its lock file in its own folder under diffusion_infill/bench/ by `npm ci`; install.sh does that where npm is."""
+its lock file in its own folder under src/diffusion_infill/bench/ by `npm ci`; install.sh does that where npm is."""
 
 from __future__ import annotations
 

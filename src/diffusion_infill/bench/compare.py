@@ -163,8 +163,8 @@ def run(quick: bool, cases: int | None, model: Path | None, baseline: Path, thre
         "cases": {"count": len(chosen), "seed": case_seed, "kinds": sorted({c.kind for c in chosen}),
                   "sources": {"stdlib": "held-out 5% split", **sources()}},
         "diffusion": {"model": str(model or "embedded"), **_recipe(model), **diffusion},
-        "autoregressive": {"model": "diffusion_infill/bench/fim_model" if baseline == BASELINE_MODEL else str(baseline),
-                           **_recipe(baseline), **autoregressive},
+        "autoregressive": {"model": "src/diffusion_infill/bench/fim_model" if baseline == BASELINE_MODEL
+                           else str(baseline), **_recipe(baseline), **autoregressive},
         "ratios_diffusion_over_autoregressive": ratios(diffusion, autoregressive),
         "ablations": [results[c.label] for c in ABLATIONS if c.label in results],
         "typed_along": [results[c.label] for c in TYPED_ALONG if c.label in results],
@@ -259,7 +259,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write bench.json (with per-case rows), table.md and plot.png here")
     parser.add_argument("--model", type=Path, metavar="DIR", help="diffusion checkpoint (default: the embedded model)")
     parser.add_argument("--baseline", type=Path, default=BASELINE_MODEL, metavar="DIR",
-                        help="autoregressive baseline checkpoint (default: diffusion_infill/bench/fim_model)")
+                        help="autoregressive baseline checkpoint (default: src/diffusion_infill/bench/fim_model)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="torch threads (default: half the cores, as the server)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from diffusion_infill.engine.loading import LoadedModel
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
-TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("diffusion_infill/engine/model")),
-                  "fim": (Path("runs/fim"), Path("diffusion_infill/bench/fim_model"))}  # run dir, export dir
+TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("src/diffusion_infill/engine/model")),
+                  "fim": (Path("runs/fim"), Path("src/diffusion_infill/bench/fim_model"))}  # run dir, export dir
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
-    complete.add_argument("location", help="PATH:LINE:COL, e.g. diffusion_infill/cli/samples/shapes.py:11:37")
+    complete.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     complete.add_argument("--min-confidence", type=probability, default=0.0, metavar="P",
                           help="print nothing when the completion's estimated chance of being accepted is under P "
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", type=Path, metavar="DIR",
                        help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
     train.add_argument("--export", type=Path, metavar="DIR", help="save_pretrained directory (default: "
-                       "diffusion_infill/engine/model, diffusion_infill/bench/fim_model)")
+                       "src/diffusion_infill/engine/model, src/diffusion_infill/bench/fim_model)")
     train.add_argument("--init-from", type=Path, metavar="DIR",
                        help="continue from exported weights (fresh optimizer; steps "
                        "and CPU hours count on from their recipe.json)")

@@ -14,7 +14,7 @@ from diffusion_infill.engine.settings import EngineSettings
 
 
 def is_fim_baseline(name: str | None) -> bool:
-    """Whether `name` is a directory holding the autoregressive baseline (diffusion_infill/bench/fim_model)."""
+    """Whether `name` is a directory holding the autoregressive baseline (src/diffusion_infill/bench/fim_model)."""
     return name is not None and (Path(name).expanduser() / FIM_SPEC_FILE).is_file()
 
 

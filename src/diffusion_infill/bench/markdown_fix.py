@@ -14,7 +14,7 @@ fix --no-model` does). Measured:
 The same is measured on broken copies (BREAKS: a fence's closing line cut, the blank line
 before or after a fence removed, a fence's language removed, a table row's last cell
 removed), where `repaired` counts documents the fix leaves with no problem of ours.
-markdownlint runs in one Node process (diffusion_infill/bench/markdownlint/lint.mjs, `npm ci` there).
+markdownlint runs in one Node process (src/diffusion_infill/bench/markdownlint/lint.mjs, `npm ci` there).
 Prints a Markdown table, then one JSON object on the last line.
 
     python -m diffusion_infill.bench.markdown_fix [--limit N] [--seed S]
@@ -71,7 +71,7 @@ def lint(texts: list[str]) -> list[Counter]:
     node = node_for(MARKDOWNLINT, "markdownlint")
     if node is None:
         raise RuntimeError("markdownlint is not installed: run `npm ci` in "
-                           "diffusion_infill/bench/markdownlint (Node 20 or later)")
+                           "src/diffusion_infill/bench/markdownlint (Node 20 or later)")
     distinct = list(dict.fromkeys(texts))
     lines = "".join(json.dumps(text) + "\n" for text in distinct)
     done = subprocess.run([node, str(MARKDOWNLINT / "lint.mjs")], input=lines, capture_output=True, text=True,

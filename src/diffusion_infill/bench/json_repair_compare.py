@@ -80,7 +80,7 @@ def jsonrepair_outputs(broken: list[str]) -> list[str | None]:
     node = node_for(JSONREPAIR, "jsonrepair")
     if node is None:
         raise SystemExit("jsonrepair is not installed: run `npm ci` in "
-                         "diffusion_infill/bench/jsonrepair (Node 18 or later)")
+                         "src/diffusion_infill/bench/jsonrepair (Node 18 or later)")
     lines = "".join(json.dumps(text) + "\n" for text in broken)
     done = subprocess.run([node, str(JSONREPAIR / "repair.mjs")], input=lines, capture_output=True, text=True,
                           check=True, timeout=600)

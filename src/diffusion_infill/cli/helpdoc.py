@@ -16,7 +16,7 @@ from pathlib import Path
 
 from diffusion_infill.cli.main import build_parser
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 WIDTH = 100  # columns the help is wrapped to on the page, whatever the terminal
 _BLOCK = re.compile(r"^<!-- diffusion-infill (?P<command>[\w ]*?) ?--help -->\n```text\n.*?^```\n", re.M | re.S)
 

@@ -8,7 +8,7 @@ trains; the manifest (packages, versions, licences, hashes) is committed beside 
 module, so every machine trains on the same corpus and a run can prove which.
 
 Kept out: every distribution installed with the project and its dev and test
-dependencies, the packages diffusion_infill/bench/ draws its cases from, benchmark and dataset packages,
+dependencies, the packages src/diffusion_infill/bench/ draws its cases from, benchmark and dataset packages,
 and the packages reserved for evaluation (`EVALUATION_RESERVED`).
 """
 

@@ -3,8 +3,8 @@ the autoregressive baseline (docs/performance.md, "What shape the decoder would 
 
 Randomly initialised models (cost does not depend on the weights): a DiffusionGemma decoder
 pass over a canvas of `SLOTS` slots on a `PREFIX`-token encoder cache, with self-conditioning
-logits and the lm_head on the gap slots, as diffusion_infill/engine/completion/sampler.py runs it; and one
-cached decoding step of the baseline's Llama (diffusion_infill/engine/training/fim.py). CPU time
+logits and the lm_head on the gap slots, as src/diffusion_infill/engine/completion/sampler.py runs it; and one
+cached decoding step of the baseline's Llama (src/diffusion_infill/engine/training/fim.py). CPU time
 (`time.process_time`) at one thread, every shape once per round, so all see the same load.
 Prints a Markdown table, then one JSON object on the last line.
 """

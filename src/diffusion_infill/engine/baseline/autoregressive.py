@@ -1,7 +1,7 @@
 """The autoregressive baseline: a causal LM of the embedded model's size, trained with a
 fill-in-the-middle objective on the same corpus, decoded greedily with a KV cache.
 
-It exists to be measured beside the diffusion engine (`diffusion_infill/bench/compare.py`), so it reads
+It exists to be measured beside the diffusion engine (`src/diffusion_infill/bench/compare.py`), so it reads
 exactly the same context (`prefix.encode_context`: prefix window, token healing, suffix
 head), yields the same `Draft`s (one per forward pass) and ends with the same closure
 rule (the insertion cut at the longest token boundary that keeps closure). The prompt is
