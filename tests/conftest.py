@@ -122,9 +122,6 @@ def console_script() -> str:
     return command
 
 
-BASELINE = Path(__file__).parent.parent / "bench" / "fim_model"
-
-
 @dataclass(frozen=True)
 class OpenAIServer:
     url: str  # base URL, ending in /v1
@@ -138,8 +135,10 @@ def openai_server(tmp_path_factory):
     chat template: a real OpenAI-compatible server for diffusion_infill.engine.remote.client, one per test session."""
     from openai_servers import TransformersServe, with_chat_template
 
-    chat = with_chat_template(BASELINE, tmp_path_factory.mktemp("served") / "fim_chat")
-    server = TransformersServe([BASELINE, chat])
+    from diffusion_infill.bench.compare import BASELINE_MODEL
+
+    chat = with_chat_template(BASELINE_MODEL, tmp_path_factory.mktemp("served") / "fim_chat")
+    server = TransformersServe([BASELINE_MODEL, chat])
     server.start()
-    yield OpenAIServer(server.url, str(BASELINE), str(chat))
+    yield OpenAIServer(server.url, str(BASELINE_MODEL), str(chat))
     server.stop()
