@@ -47,7 +47,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const config = vscode.workspace.getConfiguration(SECTION);
   // the user's or the machine's command, never a workspace's (package.json: scope machine)
   const [command, ...args] = userValue(config.inspect<string[]>('server.command')) as string[];
-  // stdio without `transport`: TransportKind.stdio would add a `--stdio` argument the server rejects
+  // stdio without `transport`: the server speaks stdio by default (it accepts `--stdio` too)
   const serverOptions: ServerOptions = { command, args };
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),

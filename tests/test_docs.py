@@ -1,0 +1,29 @@
+"""The README, ARCHITECTURE and docs/ point only at files that exist: a link a move breaks fails here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
+         *sorted((ROOT / "clients").glob("*/README.md"))]
+
+
+def local_targets(page: Path) -> list[str]:
+    """Link and image targets that name a file of the repository (not a URL, not an anchor)."""
+    targets = []
+    for block in MarkdownIt("commonmark").parse(page.read_text()):
+        for token in block.children or []:
+            target = token.attrGet("href") if token.type == "link_open" else token.attrGet("src")
+            if target and "://" not in target and not target.startswith(("#", "mailto:")):
+                targets.append(target.split("#", 1)[0])
+    return targets
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_local_link_names_a_file_that_exists(page):
+    missing = [target for target in local_targets(page) if not (page.parent / target).exists()]
+    assert not missing, f"{page.relative_to(ROOT)} links to {missing}"
