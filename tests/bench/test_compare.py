@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from diffusion_infill.bench.compare import ratios, table
+from diffusion_infill.bench.cases import build_cases
+from diffusion_infill.bench.compare import DIFFUSION, measure, ratios, table
 
 SLOW = pytest.mark.slow  # these read a `bench --quick` run: both models in fresh processes, a minute or more
 
@@ -147,3 +148,12 @@ def test_other_cases_are_chosen_by_case_seed_and_reported(console_script, model_
     assert tuning["cases"]["seed"] == 7 and reported["cases"]["seed"] != 7
     names = {row["name"] for row in tuning["diffusion"]["rows"]}
     assert names.isdisjoint(row["name"] for row in reported["diffusion"]["rows"])
+
+
+def test_each_case_samples_from_its_own_seed(model_dir, baseline_dir):
+    """What one case draws never shifts another's sample, so two configurations compare case by case."""
+    def texts(cases):
+        return [row["text"] for row in measure(DIFFUSION, model_dir, baseline_dir, cases, 1, 0)["rows"]]
+
+    cases = build_cases(4, 777)
+    assert texts([cases[3], *cases[1:]])[1:] == texts(cases)[1:]

@@ -122,10 +122,15 @@ def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     engine, tokenizer, prefill_passes = _engine(config, model, baseline)
-    if config.scenario == "typed-along":
-        rows = [row for case in cases if (row := _typed_along(engine, case, tokenizer, prefill_passes, config))]
-    else:
-        rows = [run_case(engine, case, tokenizer, prefill_passes) for case in cases]
+    rows = []
+    for index, case in enumerate(cases):
+        # Each case draws from its own seed, so a lever that changes one case's passes leaves the
+        # others' samples alone: two configurations compare case by case, not through drifted noise.
+        torch.manual_seed(seed * 1_000_003 + index)
+        if config.scenario != "typed-along":
+            rows.append(run_case(engine, case, tokenizer, prefill_passes))
+        elif row := _typed_along(engine, case, tokenizer, prefill_passes, config):
+            rows.append(row)
     return {"label": config.label, "family": config.family, **aggregate(rows),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "rows": rows}
 

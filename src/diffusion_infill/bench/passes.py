@@ -34,11 +34,11 @@ REPORTED = (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")
 COUNTS = ("passes", "without_reveal", "one_token", "redecided", "after_final", "past_end")
 
 
-def measure(cases: int, case_seed: int, model: Path | None, threads: int, overrides: dict) -> dict:
+def measure(cases: int, case_seed: int, model: Path | None, threads: int, overrides: dict, seed: int = 0) -> dict:
     from diffusion_infill.bench.compare import BASELINE_MODEL
 
     config = Config("diffusion", "diffusion", overrides)
-    return measure_in_fresh_process(config, model, BASELINE_MODEL, build_cases(cases, case_seed), threads, 0)
+    return measure_in_fresh_process(config, model, BASELINE_MODEL, build_cases(cases, case_seed), threads, seed)
 
 
 def table(result: dict) -> str:
@@ -92,6 +92,7 @@ def main() -> int:
     parser.add_argument("--case-seed", type=int, default=CASE_SEED + 11)
     parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
     parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an EngineSettings / DenoiseSettings field, as JSON (repeatable)")
     parser.add_argument("--tune", action="store_true", help="re-derive the checkpoint's sampler.json")
@@ -113,7 +114,7 @@ def main() -> int:
     for item in args.set:
         name, _, value = item.partition("=")
         overrides[name] = json.loads(value)
-    print(table(measure(args.cases, args.case_seed, args.model, args.threads, overrides)))
+    print(table(measure(args.cases, args.case_seed, args.model, args.threads, overrides, args.seed)))
     return 0
 
 

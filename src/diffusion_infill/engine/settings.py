@@ -17,6 +17,9 @@ class EngineSettings:
     # over seeds); 8 grows too often (5.7 passes against 4.3). docs/performance.md
     first_gap_tokens: int | None = 16
     mode: str = "auto"  # engine.drafts.MODES: "single-line", "multi-line", or "auto": multi-line on an empty line
+    # One line wanted, mask noise: stop once the revealed slots hold a newline. Revealed slots keep
+    # their tokens, so the line is final; later passes would decide only what the cut drops.
+    stop_at_line_end: bool = True
     min_insertion_tokens: int = 1  # END is kept out of the first slots: an empty suggestion shows nothing
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
     repair_steps: int = 6  # denoising steps of one repair round: only a few slots are re-noised

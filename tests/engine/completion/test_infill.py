@@ -305,6 +305,26 @@ def test_auto_mode_is_multi_line_on_an_empty_line(newline_at_third_slot):
     assert any("\n" in draft.text for draft in drafts if not draft.final)
 
 
+def seeded_final(loaded, **settings) -> Draft:
+    torch.manual_seed(0)
+    return complete(engine_for(loaded, denoise=ALL_SLOTS, **settings), "x = foo(", ")\n")[-1]
+
+
+def test_one_line_wanted_stops_once_the_revealed_slots_hold_the_line_end(newline_at_third_slot):
+    stopped = seeded_final(newline_at_third_slot, mode="single-line")
+    run_on = seeded_final(newline_at_third_slot, mode="single-line", stop_at_line_end=False)
+
+    assert stopped.text == run_on.text  # the passes it saved only decided what the cut drops
+    assert stopped.step < run_on.step
+
+
+def test_several_lines_wanted_never_stop_at_a_line_end(newline_at_third_slot):
+    wanted = seeded_final(newline_at_third_slot, mode="multi-line")
+    run_on = seeded_final(newline_at_third_slot, mode="multi-line", stop_at_line_end=False)
+
+    assert wanted.step == run_on.step
+
+
 # Cancellation
 
 

@@ -119,9 +119,12 @@ class InfillEngine:
                 passes.observe(last, gap, ids.end)
                 yield Draft(self._text(self._draft_tokens(last, gap), context, request), step, entropy,
                             final=False, prefill_ms=prefill_ms)
+                if self._line_settled(last, gap, context, request):
+                    break
             if cancelled() or last is None:
                 return
-            if grow_to and ids.end not in last.argmax[0, gap.start : gap.stop]:
+            if grow_to and ids.end not in last.argmax[0, gap.start : gap.stop] \
+                    and not self._line_settled(last, gap, context, request):
                 # The gap filled without END: the trained size, its first slots holding what was written.
                 layout = canvas_layout.completion_canvas(context.suffix_ids, grow_to, spec.suffix_head, ids)
                 start = torch.tensor([layout.tokens], device=last.argmax.device)
@@ -154,6 +157,15 @@ class InfillEngine:
         found, confidence = assess(self.calibration, logprobs, text, request.prefix, cut)
         return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
                      evidence=found, passes=passes)
+
+    def _line_settled(self, step: Step, gap: range, context: EncodedContext, request: InfillRequest) -> bool:
+        """One line wanted and, with mask noise, the revealed slots already hold its end: the line
+        cannot change any more (settings.stop_at_line_end)."""
+        if not self.settings.stop_at_line_end or self.loaded.spec.noise != "mask" \
+                or self.settings.multi_line(request.prefix):
+            return False
+        text = self.loaded.tokenizer.decode(canvas_layout.settled(step.current[0].tolist(), gap, self.loaded.ids))
+        return "\n" in text[len(context.healed):]
 
     def _draft_tokens(self, step: Step, gap: range) -> list[int]:
         """What a draft shows: with mask noise only the revealed slots up to the first masked one,
