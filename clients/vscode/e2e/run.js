@@ -5,17 +5,24 @@
 // CONFIG: { url, python: { file, cursors: [[line, character], ...] }, json: { file }, screenshot }
 // (0-based cursors, each after a character that is typed again there; json and screenshot are
 // optional). Prints one JSON line: { suggestion: { line, character, text, shown }, json: { fixed } } or
-// { error }: `text` is the first ghost part, `shown` the cursor's line as displayed with it.
-// CONFIG with `typing: { file, line, text }` instead: types `text` one key at a time at the
-// start of (empty) `line` and prints { typed: the suggestion then shown, or null }.
+// { error }: `text` is the ghost text on the cursor's line, `shown` the line as displayed with it.
+// CONFIG with `typing: { file, line, text, ready: { logs, text } }` instead: opens `file`, waits
+// until a log file under `ready.logs` holds `ready.text`, types `text` one key at a time at the
+// start of (empty) `line`, accepts the suggestion then shown with Tab and saves the file; prints
+// { typed: { text, shown, tabs }, or null when nothing was shown }: `tabs` says what each Tab took
+// ('word': VS Code's word suggestion, 'suggestion': the inline one).
 const fs = require('fs');
+const path = require('path');
 const { chromium } = require('playwright-core');
 const { browserPath } = require('./browser');
 
 const FIRST_ANSWER_MS = 180000; // the first request waits for the model to load
 const ANSWER_MS = 45000;
 const KEY_DELAY_MS = 50; // between two keys typed as a person does
-const GHOST = '.ghost-text-decoration, .ghost-text';
+// ghost text: its first line, its preview part (past a selected word suggestion), its further lines
+const GHOST = '.ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text';
+const SUGGEST_WIDGET = '.monaco-editor .suggest-widget'; // VS Code's own word suggestions
+const MAX_WORDS = 2; // a word suggestion still open after this many Tabs is not going away
 
 /** Opens `name` from the Explorer, as a click would, and waits for its editor to have focus. */
 async function openFile(page, name) {
@@ -38,6 +45,50 @@ async function goTo(page, line, character) {
   await page.keyboard.press('Enter');
 }
 
+/** Waits until a file under `dir` (code-server's logs, the extension's output among them) holds `text`. */
+async function waitForLog(page, dir, text) {
+  const deadline = Date.now() + FIRST_ANSWER_MS;
+  const holds = (file) => fs.statSync(file).isFile() && fs.readFileSync(file, 'utf8').includes(text);
+  while (!(fs.existsSync(dir) && fs.readdirSync(dir, { recursive: true }).some((name) => holds(path.join(dir, name))))) {
+    if (Date.now() > deadline) {
+      throw new Error(`no log under ${dir} says "${text}"`);
+    }
+    await page.waitForTimeout(500);
+  }
+}
+
+/** The ghost text on `ghost`'s line, all its parts, and the line as the user sees it: VS Code may
+ * split one insertion into several ghost parts, around text already there or where the selected word
+ * suggestion ends, so one part alone is not what Tab inserts (innerText: what is displayed, without
+ * the part of the line a multi-line suggestion moves down). */
+async function shownWith(ghost) {
+  const [text, shown] = await ghost.evaluate((node, selector) => {
+    const line = node.closest('.view-line');
+    return [[...line.querySelectorAll(selector)].map((part) => part.textContent).join(''), line.innerText];
+  }, GHOST);
+  return { text: text.replace(/\u00a0/g, ' '), shown: shown.replace(/\u00a0/g, ' ') };
+}
+
+/** Accepts the suggestion shown with Tab, as a person does, and saves the file; returns what each
+ * Tab took. While VS Code's word suggestions are open (on by default), Tab takes their selected word
+ * and the rest of the inline suggestion stays as ghost text for the next Tab. */
+async function accept(page) {
+  const took = [];
+  while (await page.isVisible(SUGGEST_WIDGET)) {
+    if (took.length === MAX_WORDS) {
+      throw new Error(`the word suggestions stayed open after ${MAX_WORDS} Tabs`);
+    }
+    await page.keyboard.press('Tab');
+    took.push('word');
+    await page.waitForSelector(GHOST, { timeout: ANSWER_MS });
+  }
+  await page.keyboard.press('Tab');
+  took.push('suggestion');
+  await page.waitForSelector(GHOST, { state: 'detached', timeout: 10000 });
+  await save(page);
+  return took;
+}
+
 /** Retypes the character before each cursor until an inline suggestion is shown; accepts it with Tab. */
 async function suggestion(page, config, lines) {
   let wait = FIRST_ANSWER_MS;
@@ -50,32 +101,33 @@ async function suggestion(page, config, lines) {
     if (!ghost) {
       continue;
     }
-    const text = (await ghost.textContent()).replace(/\u00a0/g, ' ');
-    // the line as the user sees it: VS Code may split one insertion into several ghost parts
-    // around text already there, so the first part alone is not what Tab inserts
-    // (innerText: what is displayed, without the part of the line a multi-line suggestion moves down)
-    const shown = (await ghost.evaluate((node) => node.closest('.view-line').innerText)).replace(/\u00a0/g, ' ');
+    const { text, shown } = await shownWith(ghost);
     if (config.screenshot) {
       await page.screenshot({ path: config.screenshot });
     }
-    await page.keyboard.press('Tab');
-    await page.waitForSelector(GHOST, { state: 'detached', timeout: 10000 });
-    await save(page);
+    await accept(page);
     return { line, character, text, shown };
   }
   return null;
 }
 
-/** Types `config.typing.text` at the start of its line, a key at a time, then waits for a suggestion. */
+/** Once the server is ready, types `config.typing.text` at the start of its line, a key at a time,
+ * waits for a suggestion and accepts it. */
 async function typed(page, config) {
-  await openFile(page, config.typing.file);
-  await goTo(page, config.typing.line, 0);
-  await page.keyboard.type(config.typing.text, { delay: KEY_DELAY_MS });
-  const ghost = await page.waitForSelector(GHOST, { timeout: FIRST_ANSWER_MS }).catch(() => null);
+  const { file, line, text, ready } = config.typing;
+  await openFile(page, file);  // the extension starts the server for it
+  await waitForLog(page, ready.logs, ready.text);
+  await goTo(page, line, 0);
+  await page.keyboard.type(text, { delay: KEY_DELAY_MS });
+  const ghost = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).catch(() => null);
   if (config.screenshot) {
     await page.screenshot({ path: config.screenshot });
   }
-  return ghost && (await ghost.textContent()).replace(/\u00a0/g, ' ');
+  if (!ghost) {
+    return null;
+  }
+  const suggestion = await shownWith(ghost);
+  return { ...suggestion, tabs: await accept(page) };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
