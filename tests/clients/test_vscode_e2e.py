@@ -170,10 +170,11 @@ def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowher
 
 def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab_inserts_it(model_dir, tmp_path):
     """The extension's default settings (document drafts, quiet characters and the confidence gate on)
-    and VS Code's own, which close `(` as it is typed: typing a line whose words the file has a few
-    lines up, a key at a time, shows the rest of that line before the `)` VS Code added, and Tab
-    completes the line with one `)` (VS Code's word suggestions, open too, take the first Tab when
-    their word is shorter; the rest stays as ghost text)."""
+    and VS Code's own, which close `(` as it is typed and open a list of the file's words: typing a
+    line whose words the file has a few lines up, a key at a time, shows the rest of that line before
+    the `)` VS Code added, with the word list open and once Escape has closed it, and Tab completes
+    the line with one `)`. Without the word list the suggestion is the document's draft alone (the
+    model's own completion there is under the gate): it is what issue 23 found missing."""
     needs_code_server()
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -181,16 +182,16 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     source.write_text(CODE + "\n")  # `    total = sum(len(line) for line in lines)` two lines up
     logs = tmp_path / "data" / "logs"
     command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
+    request = f"inlineCompletion {source.as_uri()} {row}:{len(TYPING)} automatic"  # a request at the pause
     with serving(tmp_path, command, WORKBENCH) as url:
         # typed once the model is ready: before, nothing is known of its confidence and no draft is offered
         result = run_in_browser(tmp_path, {"url": url, "screenshot": str(tmp_path / "typed.png"), "typing": {
-            "file": source.name, "line": row, "text": TYPING,
-            "ready": {"logs": str(logs), "text": "model ready"}}})
-    typed = result["typed"]
-    assert typed, f"no suggestion after typing {TYPING!r} (screen: {tmp_path / 'typed.png'})"
-    assert (typed["text"], typed["shown"]) == ("nes", TYPING + "nes)"), typed  # shown before VS Code's `)`
+            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
+            "request": request}})
+    typed, shown = result["typed"], {"text": "nes", "shown": TYPING + "nes)"}  # shown before VS Code's `)`
+    assert typed["first"] == shown, f"{typed} (screen: {tmp_path / 'typed.png'})"
+    assert typed["alone"] == shown, typed
     expected = (CODE + "\n").split("\n")
     expected[row] = "    count = sum(1 for line in lines)"  # Tab inserted the rest, and the line closes once
-    assert source.read_text().split("\n") == expected, typed["tabs"]
-    log = next(logs.rglob("diffusion-infill.log")).read_text()
-    assert f"inlineCompletion {source.as_uri()} {row}:{len(TYPING)} automatic" in log, log  # -v shows each request
+    assert source.read_text().split("\n") == expected, typed
+    assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request

@@ -6,11 +6,14 @@
 // (0-based cursors, each after a character that is typed again there; json and screenshot are
 // optional). Prints one JSON line: { suggestion: { line, character, text, shown }, json: { fixed } } or
 // { error }: `text` is the ghost text on the cursor's line, `shown` the line as displayed with it.
-// CONFIG with `typing: { file, line, text, ready: { logs, text } }` instead: opens `file`, waits
-// until a log file under `ready.logs` holds `ready.text`, types `text` one key at a time at the
-// start of (empty) `line`, accepts the suggestion then shown with Tab and saves the file; prints
-// { typed: { text, shown, tabs }, or null when nothing was shown }: `tabs` says what each Tab took
-// ('word': VS Code's word suggestion, 'suggestion': the inline one).
+// CONFIG with `typing: { file, line, text, logs, ready, request }` instead: opens `file`, waits
+// until a log file under `logs` says `ready`, types `text` one key at a time at the start of (empty)
+// `line` and waits for a suggestion; when VS Code's word suggestions are open too, closes them with
+// Escape and waits for the answer to the request VS Code then sends (the logs say `request` once
+// more); accepts what is shown then with Tab and saves the file. Prints { typed: { first, words,
+// alone, tabs } }: `first` the suggestion shown after typing ({ text, shown } or null), `words`
+// whether the word suggestions were open with it, `alone` the suggestion shown without them (or
+// null), `tabs` what each Tab took ('word': a word suggestion, 'suggestion': the inline one).
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
@@ -23,6 +26,7 @@ const KEY_DELAY_MS = 50; // between two keys typed as a person does
 const GHOST = '.ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text';
 const SUGGEST_WIDGET = '.monaco-editor .suggest-widget'; // VS Code's own word suggestions
 const MAX_WORDS = 2; // a word suggestion still open after this many Tabs is not going away
+const SETTLE_MS = 3000; // an answer's time once its request arrived: a model run here takes under a second
 
 /** Opens `name` from the Explorer, as a click would, and waits for its editor to have focus. */
 async function openFile(page, name) {
@@ -45,15 +49,24 @@ async function goTo(page, line, character) {
   await page.keyboard.press('Enter');
 }
 
-/** Waits until a file under `dir` (code-server's logs, the extension's output among them) holds `text`. */
-async function waitForLog(page, dir, text) {
-  const deadline = Date.now() + FIRST_ANSWER_MS;
-  const holds = (file) => fs.statSync(file).isFile() && fs.readFileSync(file, 'utf8').includes(text);
-  while (!(fs.existsSync(dir) && fs.readdirSync(dir, { recursive: true }).some((name) => holds(path.join(dir, name))))) {
+/** How many times the files under `dir` (code-server's logs, the extension's output among them) say `text`. */
+function logCount(dir, text) {
+  if (!fs.existsSync(dir)) {
+    return 0;
+  }
+  return fs.readdirSync(dir, { recursive: true }).map((name) => path.join(dir, name))
+    .filter((file) => fs.statSync(file).isFile())
+    .reduce((count, file) => count + fs.readFileSync(file, 'utf8').split(text).length - 1, 0);
+}
+
+/** Waits until the logs under `dir` say `text` more than `times` times. */
+async function waitForLog(page, dir, text, times = 0, timeout = FIRST_ANSWER_MS) {
+  const deadline = Date.now() + timeout;
+  while (logCount(dir, text) <= times) {
     if (Date.now() > deadline) {
-      throw new Error(`no log under ${dir} says "${text}"`);
+      throw new Error(`the logs under ${dir} never said "${text}" (${times + 1} times)`);
     }
-    await page.waitForTimeout(500);
+    await page.waitForTimeout(200);
   }
 }
 
@@ -111,23 +124,36 @@ async function suggestion(page, config, lines) {
   return null;
 }
 
-/** Once the server is ready, types `config.typing.text` at the start of its line, a key at a time,
- * waits for a suggestion and accepts it. */
+/** The suggestion shown now, or null. */
+async function shownNow(page) {
+  const ghost = await page.$(GHOST);
+  return ghost && shownWith(ghost);
+}
+
+/** Once the server is ready, types `config.typing.text` at the start of its line, a key at a time, and
+ * reads the suggestion with VS Code's word suggestions open and without them; accepts the last one. */
 async function typed(page, config) {
-  const { file, line, text, ready } = config.typing;
+  const { file, line, text, logs, ready, request } = config.typing;
   await openFile(page, file);  // the extension starts the server for it
-  await waitForLog(page, ready.logs, ready.text);
+  await waitForLog(page, logs, ready);
   await goTo(page, line, 0);
   await page.keyboard.type(text, { delay: KEY_DELAY_MS });
-  const ghost = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).catch(() => null);
+  const first = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
   if (config.screenshot) {
     await page.screenshot({ path: config.screenshot });
   }
-  if (!ghost) {
-    return null;
+  // With a word selected in VS Code's list, VS Code asks for what extends that word; without the
+  // list (closed with Escape, as a person dismisses it), for what follows the text typed.
+  const words = await page.isVisible(SUGGEST_WIDGET);
+  let alone = first;
+  if (words) {
+    const asked = logCount(logs, request);
+    await page.keyboard.press('Escape');
+    await waitForLog(page, logs, request, asked, ANSWER_MS);
+    await page.waitForTimeout(SETTLE_MS);
+    alone = await shownNow(page);
   }
-  const suggestion = await shownWith(ghost);
-  return { ...suggestion, tabs: await accept(page) };
+  return { first, words, alone, tabs: alone ? await accept(page) : [] };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
