@@ -1,7 +1,8 @@
 """clients/vscode in a real VS Code: the packaged .vsix installed into code-server, which runs
 the real server with the embedded model, in headless Chromium driven by Playwright
 (clients/vscode/e2e/run.js): type in a Python file, see the inline suggestion, accept it with
-Tab; select a broken JSON file and run "Fix JSON selection" from the quick fix menu.
+Tab; select a broken JSON file and run "Fix JSON selection" from the quick fix menu; with the
+extension's default settings, type a line the file already has and accept its rest.
 
 Needs `clients/vscode/e2e/install.sh` (code-server, playwright-core, Debian's chromium and
 ripgrep) and the packaged extension (`npm run package` in clients/vscode); .ci/run does both."""
@@ -23,6 +24,7 @@ import pytest
 from commands import serve_command
 from openai_servers import SilentServer
 from test_nvim import CODE, CURSORS
+from test_nvim_terminal import TYPING
 
 VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
 E2E = VSCODE / "e2e"
@@ -31,7 +33,7 @@ VSIX = VSCODE / "diffusion-infill.vsix"
 IMAGE = VSCODE.parents[1] / "docs" / "img" / "vscode.png"
 BROKEN = '{"name": "shapes", "sides": 4,, "closed": true\n'
 RUN_TIMEOUT = 900
-SETTINGS = {
+WORKBENCH = {  # a quiet workbench; the editor and the extension as they come
     "workbench.startupEditor": "none",
     "security.workspace.trust.enabled": False,
     "telemetry.telemetryLevel": "off",
@@ -39,6 +41,8 @@ SETTINGS = {
     "extensions.autoUpdate": False,
     "workbench.tips.enabled": False,
     "files.autoSave": "off",  # run.js saves, and waits for the dirty mark to go
+}
+MODEL_ALWAYS = {
     "editor.autoClosingBrackets": "never",  # the test retypes a character before each cursor, "(" among them
     "diffusionInfill.documentDrafts": False,  # every request runs the model, after any character
     "diffusionInfill.quietAfter": "",
@@ -59,17 +63,17 @@ def needs_code_server() -> str:
 
 
 @contextmanager
-def serving(root: Path, server: list[str], trusted: bool = True) -> Iterator[str]:
-    """code-server on `root`/workspace with the .vsix installed; yields the URL that opens it. The
-    server command is a machine setting (package.json): code-server reads it from the remote
-    machine's settings (Machine/settings.json), not the user's."""
+def serving(root: Path, server: list[str], settings: dict, trusted: bool = True) -> Iterator[str]:
+    """code-server on `root`/workspace with the .vsix installed and the user's `settings`; yields the
+    URL that opens it. The server command is a machine setting (package.json): code-server reads it
+    from the remote machine's settings (Machine/settings.json), not the user's."""
     node = needs_code_server()
     workspace, data, extensions = root / "workspace", root / "data", root / "extensions"
     (data / "User").mkdir(parents=True)
     (data / "Machine").mkdir(parents=True)
     workspace.mkdir(exist_ok=True)
     trust = {} if trusted else UNTRUSTED
-    (data / "User" / "settings.json").write_text(json.dumps({**SETTINGS, **trust}))
+    (data / "User" / "settings.json").write_text(json.dumps({**settings, **trust}))
     (data / "Machine" / "settings.json").write_text(json.dumps({"diffusionInfill.server.command": server}))
     env = {**os.environ, "XDG_CONFIG_HOME": str(root / "config"), "XDG_DATA_HOME": str(root / "share")}
     base = [node, str(CODE_SERVER), "--extensions-dir", str(extensions), "--user-data-dir", str(data)]
@@ -109,7 +113,7 @@ def code_server(model_dir, tmp_path_factory):
     """code-server with the .vsix installed and the server command set; yields (url, root, workspace)."""
     needs_code_server()
     root = tmp_path_factory.mktemp("vscode")
-    with serving(root, serve_command(model_dir, root / "t.json")) as url:
+    with serving(root, serve_command(model_dir, root / "t.json"), {**WORKBENCH, **MODEL_ALWAYS}) as url:
         yield url, root, root / "workspace"
 
 
@@ -152,7 +156,7 @@ def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowher
     (workspace / "sample.py").write_text(CODE)
     try:
         command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: its log says "model ready"
-        with serving(tmp_path, command, trusted=False) as url:
+        with serving(tmp_path, command, {**WORKBENCH, **MODEL_ALWAYS}, trusted=False) as url:
             result = run_in_browser(tmp_path, {"url": url, "python": {
                 "file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS}})
         assert not marker.exists(), "the workspace's server.command ran"
@@ -162,3 +166,32 @@ def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowher
         assert "model ready" in log and listener.url not in log, log  # the local model, no remote engine
     finally:
         listener.close()
+
+
+def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab_inserts_it(model_dir, tmp_path):
+    """The extension's default settings (document drafts, quiet characters and the confidence gate on)
+    and VS Code's own, which close `(` as it is typed and open a list of the file's words: typing a
+    line whose words the file has a few lines up, a key at a time, shows the rest of that line before
+    the `)` VS Code added, with the word list open and once Escape has closed it, and Tab completes
+    the line with one `)`. Without the word list the suggestion is the document's draft alone (the
+    model's own completion there is under the gate): it is what issue 23 found missing."""
+    needs_code_server()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    source, row = workspace / "count_lines.py", CODE.count("\n")  # the empty line after CODE
+    source.write_text(CODE + "\n")  # `    total = sum(len(line) for line in lines)` two lines up
+    logs = tmp_path / "data" / "logs"
+    command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
+    request = f"inlineCompletion {source.as_uri()} {row}:{len(TYPING)} automatic"  # a request at the pause
+    with serving(tmp_path, command, WORKBENCH) as url:
+        # typed once the model is ready: before, nothing is known of its confidence and no draft is offered
+        result = run_in_browser(tmp_path, {"url": url, "screenshot": str(tmp_path / "typed.png"), "typing": {
+            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
+            "request": request}})
+    typed, shown = result["typed"], {"text": "nes", "shown": TYPING + "nes)"}  # shown before VS Code's `)`
+    assert typed["first"] == shown, f"{typed} (screen: {tmp_path / 'typed.png'})"
+    assert typed["alone"] == shown, typed
+    expected = (CODE + "\n").split("\n")
+    expected[row] = "    count = sum(1 for line in lines)"  # Tab inserted the rest, and the line closes once
+    assert source.read_text().split("\n") == expected, typed
+    assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request

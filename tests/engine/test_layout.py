@@ -1,7 +1,8 @@
 """src/diffusion_infill/engine/ is arranged by job: the completion engine stands on its own; repair, the
 remote engine and the autoregressive baseline build on it; training builds on all of them; nothing
 in engine/ reaches into the benchmark. And one place per rule: which tokens are never written,
-whether a context is typed along, and which requests are answered without a run."""
+whether a context is typed along, which requests are answered without a run, and which closers
+the editor typed by itself."""
 
 from __future__ import annotations
 
@@ -76,3 +77,11 @@ def test_typing_along_is_decided_in_one_module():
     # the benchmark's typed-along scenario warm-starts the same way
     assert importers("diffusion_infill.engine.completion.typed_along") == named("engine.completion.suggestion_cache",
                                                                                  "bench.compare")
+
+
+def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():
+    # the server's items cover them, a document draft leaves them out: the same characters for both
+    listers = {name for name, path in _modules() if "AUTO_PAIR_CLOSERS =" in path.read_text(encoding="utf-8")}
+    assert listers == named("engine.completion.auto_pairs")
+    assert importers("diffusion_infill.engine.completion.auto_pairs") == named("engine.completion.document_drafts",
+                                                                                "lsp.items")

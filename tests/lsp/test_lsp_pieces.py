@@ -5,7 +5,8 @@ import json
 import pytest
 from lsprotocol.types import Command, Position
 
-from diffusion_infill.lsp.items import auto_paired_closers, items, placement
+from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
+from diffusion_infill.lsp.items import items, placement
 from diffusion_infill.lsp.positions import UTF16, Lines
 from diffusion_infill.lsp.settings import ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.telemetry import Telemetry, accept_command
@@ -23,12 +24,6 @@ def test_auto_paired_closers_are_covered_and_kept_at_the_end():
     [item] = items(["!r}"], where, Lines(text), UTF16, COMMAND)
     assert item.insert_text == '!r}")'
     assert (item.range.start, item.range.end) == (Position(0, 12), Position(0, 14))  # emoji: 2 units
-
-
-def test_closers_followed_by_code_are_not_an_auto_pair():
-    assert auto_paired_closers("f(x) + g(y)", 3) == ""
-    assert auto_paired_closers("f(x)\r\n", 3) == ")"
-    assert auto_paired_closers("f(x", 3) == ""
 
 
 def test_selected_completion_entry_is_extended_and_replaced():

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities, start, stop
+from lsp_client import Editor, apply, capabilities, start, stop
 from lsprotocol import types
 
 from diffusion_infill.engine.completion.confidence import Calibration
@@ -132,6 +132,16 @@ async def test_a_draft_being_typed_along_keeps_its_rest_after_a_quiet_character(
     editor.insert(uri, editor.end_of(uri, "z = total(a"), ",")
     [rest] = await editor.request(uri, editor.end_of(uri, "z = total(a,"))  # `,` is quiet; the rest stays
     assert rest.insert_text == " b)"
+
+
+async def test_before_a_closer_the_editor_added_the_draft_is_offered_and_accepting_closes_once(session):
+    editor = Editor(session)
+    text = "x = total(a, b)\ny = total(a, b)\nz = total(a)\n"  # VS Code typed the last `)` itself
+    uri = editor.open(text)
+    [item] = await editor.request(uri, editor.end_of(uri, "z = total(a"))
+    assert item.insert_text == ", b)" and item.range.end == editor.end_of(uri, "z = total(a)")  # covers the `)`
+    assert apply(text, item).splitlines()[2] == "z = total(a, b)"
+    assert final_step(session, uri) == 0  # the document's draft: no model step
 
 
 async def test_an_uncalibrated_model_is_asked_instead_of_repeating_the_document(model_dir, tmp_path):

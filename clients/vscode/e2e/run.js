@@ -5,17 +5,28 @@
 // CONFIG: { url, python: { file, cursors: [[line, character], ...] }, json: { file }, screenshot }
 // (0-based cursors, each after a character that is typed again there; json and screenshot are
 // optional). Prints one JSON line: { suggestion: { line, character, text, shown }, json: { fixed } } or
-// { error }: `text` is the first ghost part, `shown` the cursor's line as displayed with it.
-// CONFIG with `typing: { file, line, text }` instead: types `text` one key at a time at the
-// start of (empty) `line` and prints { typed: the suggestion then shown, or null }.
+// { error }: `text` is the ghost text on the cursor's line, `shown` the line as displayed with it.
+// CONFIG with `typing: { file, line, text, logs, ready, request }` instead: opens `file`, waits
+// until a log file under `logs` says `ready`, types `text` one key at a time at the start of (empty)
+// `line` and waits for a suggestion; when VS Code's word suggestions are open too, closes them with
+// Escape and waits for the answer to the request VS Code then sends (the logs say `request` once
+// more); accepts what is shown then with Tab and saves the file. Prints { typed: { first, words,
+// alone, tabs } }: `first` the suggestion shown after typing ({ text, shown } or null), `words`
+// whether the word suggestions were open with it, `alone` the suggestion shown without them (or
+// null), `tabs` what each Tab took ('word': a word suggestion, 'suggestion': the inline one).
 const fs = require('fs');
+const path = require('path');
 const { chromium } = require('playwright-core');
 const { browserPath } = require('./browser');
 
 const FIRST_ANSWER_MS = 180000; // the first request waits for the model to load
 const ANSWER_MS = 45000;
 const KEY_DELAY_MS = 50; // between two keys typed as a person does
-const GHOST = '.ghost-text-decoration, .ghost-text';
+// ghost text: its first line, its preview part (past a selected word suggestion), its further lines
+const GHOST = '.ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text';
+const SUGGEST_WIDGET = '.monaco-editor .suggest-widget'; // VS Code's own word suggestions
+const MAX_WORDS = 2; // a word suggestion still open after this many Tabs is not going away
+const SETTLE_MS = 3000; // an answer's time once its request arrived: a model run here takes under a second
 
 /** Opens `name` from the Explorer, as a click would, and waits for its editor to have focus. */
 async function openFile(page, name) {
@@ -38,6 +49,59 @@ async function goTo(page, line, character) {
   await page.keyboard.press('Enter');
 }
 
+/** How many times the files under `dir` (code-server's logs, the extension's output among them) say `text`. */
+function logCount(dir, text) {
+  if (!fs.existsSync(dir)) {
+    return 0;
+  }
+  return fs.readdirSync(dir, { recursive: true }).map((name) => path.join(dir, name))
+    .filter((file) => fs.statSync(file).isFile())
+    .reduce((count, file) => count + fs.readFileSync(file, 'utf8').split(text).length - 1, 0);
+}
+
+/** Waits until the logs under `dir` say `text` more than `times` times. */
+async function waitForLog(page, dir, text, times = 0, timeout = FIRST_ANSWER_MS) {
+  const deadline = Date.now() + timeout;
+  while (logCount(dir, text) <= times) {
+    if (Date.now() > deadline) {
+      throw new Error(`the logs under ${dir} never said "${text}" (${times + 1} times)`);
+    }
+    await page.waitForTimeout(200);
+  }
+}
+
+/** The ghost text on `ghost`'s line, all its parts, and the line as the user sees it: VS Code may
+ * split one insertion into several ghost parts, around text already there or where the selected word
+ * suggestion ends, so one part alone is not what Tab inserts (innerText: what is displayed, without
+ * the part of the line a multi-line suggestion moves down). */
+async function shownWith(ghost) {
+  const [text, shown] = await ghost.evaluate((node, selector) => {
+    const line = node.closest('.view-line');
+    return [[...line.querySelectorAll(selector)].map((part) => part.textContent).join(''), line.innerText];
+  }, GHOST);
+  return { text: text.replace(/\u00a0/g, ' '), shown: shown.replace(/\u00a0/g, ' ') };
+}
+
+/** Accepts the suggestion shown with Tab, as a person does, and saves the file; returns what each
+ * Tab took. While VS Code's word suggestions are open (on by default), Tab takes their selected word
+ * and the rest of the inline suggestion stays as ghost text for the next Tab. */
+async function accept(page) {
+  const took = [];
+  while (await page.isVisible(SUGGEST_WIDGET)) {
+    if (took.length === MAX_WORDS) {
+      throw new Error(`the word suggestions stayed open after ${MAX_WORDS} Tabs`);
+    }
+    await page.keyboard.press('Tab');
+    took.push('word');
+    await page.waitForSelector(GHOST, { timeout: ANSWER_MS });
+  }
+  await page.keyboard.press('Tab');
+  took.push('suggestion');
+  await page.waitForSelector(GHOST, { state: 'detached', timeout: 10000 });
+  await save(page);
+  return took;
+}
+
 /** Retypes the character before each cursor until an inline suggestion is shown; accepts it with Tab. */
 async function suggestion(page, config, lines) {
   let wait = FIRST_ANSWER_MS;
@@ -50,32 +114,46 @@ async function suggestion(page, config, lines) {
     if (!ghost) {
       continue;
     }
-    const text = (await ghost.textContent()).replace(/\u00a0/g, ' ');
-    // the line as the user sees it: VS Code may split one insertion into several ghost parts
-    // around text already there, so the first part alone is not what Tab inserts
-    // (innerText: what is displayed, without the part of the line a multi-line suggestion moves down)
-    const shown = (await ghost.evaluate((node) => node.closest('.view-line').innerText)).replace(/\u00a0/g, ' ');
+    const { text, shown } = await shownWith(ghost);
     if (config.screenshot) {
       await page.screenshot({ path: config.screenshot });
     }
-    await page.keyboard.press('Tab');
-    await page.waitForSelector(GHOST, { state: 'detached', timeout: 10000 });
-    await save(page);
+    await accept(page);
     return { line, character, text, shown };
   }
   return null;
 }
 
-/** Types `config.typing.text` at the start of its line, a key at a time, then waits for a suggestion. */
+/** The suggestion shown now, or null. */
+async function shownNow(page) {
+  const ghost = await page.$(GHOST);
+  return ghost && shownWith(ghost);
+}
+
+/** Once the server is ready, types `config.typing.text` at the start of its line, a key at a time, and
+ * reads the suggestion with VS Code's word suggestions open and without them; accepts the last one. */
 async function typed(page, config) {
-  await openFile(page, config.typing.file);
-  await goTo(page, config.typing.line, 0);
-  await page.keyboard.type(config.typing.text, { delay: KEY_DELAY_MS });
-  const ghost = await page.waitForSelector(GHOST, { timeout: FIRST_ANSWER_MS }).catch(() => null);
+  const { file, line, text, logs, ready, request } = config.typing;
+  await openFile(page, file);  // the extension starts the server for it
+  await waitForLog(page, logs, ready);
+  await goTo(page, line, 0);
+  await page.keyboard.type(text, { delay: KEY_DELAY_MS });
+  const first = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
   if (config.screenshot) {
     await page.screenshot({ path: config.screenshot });
   }
-  return ghost && (await ghost.textContent()).replace(/\u00a0/g, ' ');
+  // With a word selected in VS Code's list, VS Code asks for what extends that word; without the
+  // list (closed with Escape, as a person dismisses it), for what follows the text typed.
+  const words = await page.isVisible(SUGGEST_WIDGET);
+  let alone = first;
+  if (words) {
+    const asked = logCount(logs, request);
+    await page.keyboard.press('Escape');
+    await waitForLog(page, logs, request, asked, ANSWER_MS);
+    await page.waitForTimeout(SETTLE_MS);
+    alone = await shownNow(page);
+  }
+  return { first, words, alone, tabs: alone ? await accept(page) : [] };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,

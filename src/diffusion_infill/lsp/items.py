@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from lsprotocol.types import Command, InlineCompletionItem, Range
 
+from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
 from diffusion_infill.lsp.positions import Lines
-
-AUTO_PAIR_CLOSERS = frozenset(")]}>\"'`")
 
 
 @dataclass(frozen=True)
@@ -32,12 +31,6 @@ class Placement:
 
     def insert_text(self, completion: str) -> str:
         return self.lead + completion + self.trail
-
-
-def auto_paired_closers(text: str, offset: int) -> str:
-    """The rest of the line after `offset` when it is only closing characters, else ''."""
-    rest = text[offset:].split("\n", 1)[0].removesuffix("\r")
-    return rest if rest and set(rest) <= AUTO_PAIR_CLOSERS else ""
 
 
 def placement(text: str, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:

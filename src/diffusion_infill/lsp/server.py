@@ -169,11 +169,14 @@ def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Doc
 
 async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:
     """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
+    trigger = TRIGGERS[params.context.trigger_kind]
+    # with -v, a user can tell whether the editor asks at all (issue 23: one editor never did)
+    log.debug("inlineCompletion %s %d:%d %s", params.text_document.uri, params.position.line,
+              params.position.character, trigger)
     document, cursor, selected = _locate(ls, params)
     settings = ls.settings
     if ls.worker.state is State.FAILED or not settings.enabled_for(document.language_id):
         return []
-    trigger = TRIGGERS[params.context.trigger_kind]
     where = placement(document.text, cursor, selected)
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
     samples = settings.invoked_items if trigger == "invoked" else 1

@@ -60,3 +60,22 @@ def test_a_draft_is_offered_only_at_a_line_end_and_where_it_keeps_closure():
     assert offer(InfillRequest(prefix, " + 1\n", "python")) is None  # code follows on the line
     broken = "print(x))\nprint(x"
     assert document_draft(broken).text == "))" and offer(InfillRequest(broken, "", "python")) is None
+
+
+# VS Code closes `(` as it is typed: the cursor stands before a `)` the user never typed.
+COUNTING = "total = sum(len(line) for line in lines)\ncount = sum(1 for line in li"
+
+
+def test_before_closers_the_editor_added_the_draft_is_offered_without_them():
+    assert offer(InfillRequest(COUNTING, ")\n", "python")).text == "nes"  # `)` is there already
+    assert offer(InfillRequest(COUNTING, "\n", "python")).text == "nes)"  # typed without auto-closing
+    quoted = 'print(f"{name}")\nprint(f"{na'
+    assert offer(InfillRequest(quoted, '")\n', "python")).text == "me}"  # several closers
+    assert offer(InfillRequest("keys = {a: [b]}\nkeys = {a: [", "]}\n", "python")).text == "b"  # nested
+
+
+def test_before_closers_a_draft_that_does_not_end_with_them_is_not_offered():
+    assert offer(InfillRequest(COUNTING, "))\n", "python")) is None  # the earlier line closes once
+    assert offer(InfillRequest(COUNTING, ") + 1\n", "python")) is None  # code after the closer
+    assert offer(InfillRequest("f(x)\nf(x", ")\n", "python")) is None  # nothing but the closer left
+    assert offer(InfillRequest("keys = {a: [b]}\nkeys = {a: [", "]\n", "python")) is None  # `b]}` ends in `}`

@@ -5,14 +5,19 @@ The last few code tokens before the cursor (words, numbers, single punctuation m
 looked for earlier in the text before the cursor, exactly, whitespace included; the most
 tokens that are found decide the earlier places. What follows all of those places alike,
 at most MAX_DRAFT_TOKENS tokens of a line, is the draft.
+
+A draft is offered where the cursor ends its line, or where only closers the editor typed by
+itself follow it (VS Code's `sum(1 for x in li|)`): then the draft must end with those closers,
+and it is offered without them, since they are there already.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from diffusion_infill.engine import closure
+from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
 from diffusion_infill.engine.drafts import InfillRequest
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -110,11 +115,24 @@ def estimate(draft: DocumentDraft, prefix: str) -> float:
 
 
 def offer(request: InfillRequest) -> DocumentDraft | None:
-    """The draft for `request` when one fits there: the cursor ends its line (a draft is a rest of
-    a line) and inserting it keeps closure, as every completion does."""
-    if request.suffix.split("\n", 1)[0].strip():
+    """The draft for `request` when one fits there: a draft is a rest of a line, so the cursor ends
+    its line or only auto-paired closers follow it (see the module's doc); and inserting it keeps
+    closure, as every completion does."""
+    closers = auto_paired_closers(request.suffix, 0)
+    if request.suffix.split("\n", 1)[0].strip() and not closers:
         return None
     draft = document_draft(request.prefix)
+    if draft is not None and closers:
+        draft = _before_closers(draft, closers)
     if draft is None or not closure.check(request.prefix, draft.text, request.suffix, request.language).valid:
         return None
     return draft
+
+
+def _before_closers(draft: DocumentDraft, closers: str) -> DocumentDraft | None:
+    """`draft` without the `closers` it ends with; None when it does not end with them or is nothing
+    but them (the editor's closers would then stand where the draft has code, or the draft adds nothing)."""
+    text = draft.text.removesuffix(closers)
+    if text == draft.text or not text.strip():
+        return None
+    return replace(draft, text=text)
