@@ -13,11 +13,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 from diffusion_infill.engine.baseline.autoregressive import FimModel
+from diffusion_infill.engine.checkpoint import EMBEDDED_MODEL, is_path
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.distinct import distinct_samples
 from diffusion_infill.engine.drafts import Draft, InfillRequest
@@ -70,6 +72,7 @@ class EngineWorker:
         self._settings = EngineSettings()
         self._engine = None
         self._fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
+        self._loading_calibration: Calibration | None = None  # the checkpoint's, read before its weights
         self.state = State.IDLE
         # Work done since start, superseded runs included (written on the engine thread only):
         # the per-job debug line below reports them, for diffusion_infill.bench.typing_burst's wasted-work count.
@@ -78,7 +81,10 @@ class EngineWorker:
 
     @property
     def calibration(self) -> Calibration | None:
-        """The loaded checkpoint's confidence calibration; None when it has none (or none is loaded)."""
+        """The loaded checkpoint's confidence calibration, or while a local checkpoint loads the one
+        beside its weights; None when it has none (or none is loaded or loading)."""
+        if self._engine is None and self.state is State.LOADING:
+            return self._loading_calibration
         return getattr(self._engine, "calibration", None)
 
     @property
@@ -92,12 +98,18 @@ class EngineWorker:
         return self.calibration.quiet_after if self.calibration is not None else ""
 
     def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
-        """Loads a model (after the jobs already queued); completions queued later wait for it."""
+        """Loads a model (after the jobs already queued); completions queued later wait for it.
+
+        Its calibration (a small file) is read at once, so that answers needing no model step
+        (document drafts, the gate) work during the seconds the weights take to load."""
+        local = EMBEDDED_MODEL if model is None else Path(model).expanduser() if is_path(model) else None
+        self._loading_calibration = Calibration.load(local)  # a hub id's folder is found only by loading
         self.state = State.LOADING
         return self._executor.submit(self._load, model, device, dtype, settings)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
+        self._loading_calibration = None
         self.state = State.LOADING
         return self._executor.submit(self._connect, remote, settings)
 

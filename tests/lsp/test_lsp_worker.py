@@ -1,0 +1,49 @@
+"""The engine thread (diffusion_infill.lsp.worker): what it knows while a model loads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from diffusion_infill.engine.completion.confidence import Calibration
+from diffusion_infill.engine.loading import ModelLoadError
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.worker import EngineWorker, State
+
+
+@pytest.fixture
+def held_load(monkeypatch):
+    """A load that waits until the test lets it go, then fails: the worker stays LOADING meanwhile."""
+    release = threading.Event()
+
+    def load_any(*args, **kwargs):
+        release.wait(60)
+        raise ModelLoadError("stopped by the test")
+
+    monkeypatch.setattr("diffusion_infill.lsp.worker.load_any", load_any)
+    worker = EngineWorker()
+    yield worker, release
+    release.set()
+    worker.shutdown()
+
+
+def test_while_a_local_checkpoint_loads_its_calibration_already_gates(held_load, model_dir):
+    """Document drafts and the gate need the calibration only, a file beside the weights: they
+    answer during the seconds the weights take to load."""
+    worker, release = held_load
+    loading = worker.load(str(model_dir), "cpu", "auto", EngineSettings())
+
+    assert worker.state is State.LOADING
+    assert worker.calibration is not None and worker.calibration == Calibration.load(model_dir)
+    assert worker.min_confidence == worker.calibration.threshold > 0
+    release.set()
+    assert loading.result(60).error == "stopped by the test"
+    assert worker.calibration is None  # nothing loaded: nothing calibrated
+
+
+def test_a_hub_id_has_no_calibration_until_it_is_loaded(held_load):
+    worker, _ = held_load
+    worker.load("google/diffusiongemma-26B-A4B-it", "cpu", "auto", EngineSettings())
+
+    assert worker.state is State.LOADING and worker.calibration is None
