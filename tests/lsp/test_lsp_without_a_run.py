@@ -15,6 +15,8 @@ import pytest
 from commands import serve_command
 from lsp_client import Editor, apply, capabilities, start, stop
 from lsprotocol import types
+from samples import BOX as CLASS
+from samples import RESETTING as SEVERAL  # `self.items` is followed by ` = []` twice
 
 from diffusion_infill.engine.completion.confidence import Calibration
 
@@ -23,15 +25,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True,
                                "quietAfter": None}}  # the defaults, which lsp_client.start would turn off
 QUIET = " :),\""  # the checkpoint's quiet characters (its calibration); `.` left out
-CLASS = """class Box:
-    def __init__(self):
-        self.items = []
-        self.count = 0
-
-    def clear(self):
-        self.items = []
-"""
-SEVERAL = CLASS + "\n    def reset(self):\n        self.items"  # `self.items` is followed by ` = []` twice
 ONCE = CLASS + "        self.count"  # `self.count` is followed by ` = 0` once: estimated under 0.6
 
 

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
+from samples import BOX as CLASS
+
 from diffusion_infill.engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
 from diffusion_infill.engine.drafts import InfillRequest
-
-CLASS = """class Box:
-    def __init__(self):
-        self.items = []
-        self.count = 0
-
-    def clear(self):
-        self.items = []
-"""
 
 
 def test_the_tokens_after_the_same_tokens_earlier_are_the_draft():

@@ -3,20 +3,12 @@ character; otherwise the engine runs (with a warm start when a completion is typ
 
 from __future__ import annotations
 
+from samples import RESETTING as CLASS  # the draft `self.items` gets is estimated at 0.88
+
 from diffusion_infill.engine.completion.suggestion_cache import Suggestion
 from diffusion_infill.engine.completion.without_run import Answer, Asked, WithoutRun
 from diffusion_infill.engine.drafts import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
 
-CLASS = """class Box:
-    def __init__(self):
-        self.items = []
-        self.count = 0
-
-    def clear(self):
-        self.items = []
-
-    def reset(self):
-        self.items"""  # `self.items` is followed by ` = []` twice: the draft's estimate is 0.88
 TYPING = Asked(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
 
 
