@@ -8,14 +8,14 @@ import pytest
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")),
+PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").rglob("*.md")),
          *sorted((ROOT / "clients").glob("*/README.md"))]
 
 
 def local_targets(page: Path) -> list[str]:
     """Link and image targets that name a file of the repository (not a URL, not an anchor)."""
     targets = []
-    for block in MarkdownIt("commonmark").parse(page.read_text()):
+    for block in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
         for token in block.children or []:
             target = token.attrGet("href") if token.type == "link_open" else token.attrGet("src")
             if target and "://" not in target and not target.startswith(("#", "mailto:")):

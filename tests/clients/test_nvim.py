@@ -213,8 +213,8 @@ def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):
     nvim.api.command("checkhealth diffusion_infill")
     report = "\n".join(nvim.api.current.buffer[:])
     nvim.api.command("bwipeout")
-    assert "server command: " in report and "diffusion_infill.cli.main serve --telemetry" in report
-    assert "--model " in report
+    assert "server command: " in report and "diffusion_infill.cli.main serve " in report
+    assert "--telemetry " in report and "--model " in report
     assert "model: " in report
     assert "server running" in report and "ready" in report
     assert re.search(r"pid \d+", report) and "pid ?" not in report

@@ -184,7 +184,7 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
     request = f"inlineCompletion {source.as_uri()} {row}:{len(TYPING)} automatic"  # a request at the pause
     with serving(tmp_path, command, WORKBENCH) as url:
-        # typed once the model is ready: before, nothing is known of its confidence and no draft is offered
+        # typed once the model is ready, so that what is shown with the word list open (the model's) is settled
         result = run_in_browser(tmp_path, {"url": url, "screenshot": str(tmp_path / "typed.png"), "typing": {
             "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
             "request": request}})

@@ -42,8 +42,16 @@ def test_while_a_local_checkpoint_loads_its_calibration_already_gates(held_load,
     assert worker.calibration is None  # nothing loaded: nothing calibrated
 
 
-def test_a_hub_id_has_no_calibration_until_it_is_loaded(held_load):
+def test_a_hub_id_has_no_calibration_while_it_loads(held_load):
     worker, _ = held_load
     worker.load("google/diffusiongemma-26B-A4B-it", "cpu", "auto", EngineSettings())
 
     assert worker.state is State.LOADING and worker.calibration is None
+
+
+def test_a_home_that_cannot_be_found_is_left_to_the_load_to_report(held_load):
+    worker, release = held_load
+    release.set()
+    outcome = worker.load("~no-such-user-here/model", "cpu", "auto", EngineSettings()).result(60)
+
+    assert worker.state is State.FAILED and outcome.error

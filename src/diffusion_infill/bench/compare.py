@@ -65,7 +65,10 @@ ABLATIONS = (
            {"accept_probability": 0.9, "entropy_bound": 1e-9}),
     Config("diffusion, stop once the insertion is 1 pass stable", "diffusion", {"stable_insertion": 1}),
     Config("diffusion, closure repair off", "diffusion", {"repair_rounds": 0}),
-    Config("diffusion, colder schedule t 0.3 to 0.1", "diffusion", {"t_min": 0.1, "t_max": 0.3}),
+    # the embedded model's sampler.json holds the colder schedule t 0.3 to 0.1: this is the one it replaced
+    Config("diffusion, transformers' schedule t 0.8 to 0.4", "diffusion",
+           {"t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}),
+    Config("diffusion, line-end stop off", "diffusion", {"stop_at_line_end": False}),
     # the levers of a cheaper step, each off (docs/performance.md)
     Config("diffusion, logits on the whole canvas", "diffusion", {"live_logits": False}),
     Config("diffusion, 24 gap slots from the start", "diffusion", {"first_gap_tokens": 24}),
@@ -120,7 +123,6 @@ def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case
     import torch
 
     torch.set_num_threads(threads)
-    torch.manual_seed(seed)
     engine, tokenizer, prefill_passes = _engine(config, model, baseline)
     rows = []
     for index, case in enumerate(cases):

@@ -66,7 +66,7 @@ def choose(runs: list[tuple[dict, dict]], reference: dict) -> tuple[dict, dict]:
     return min(good, key=lambda item: item[1]["forward_passes_mean"])
 
 
-def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
+def tune(cases: int, case_seed: int, model: Path | None, threads: int, seed: int = 0) -> dict:
     """The checkpoint's sampler.json values, chosen on these cases (each run in its own process): the
     schedule at the untuned bound, then the bound with that schedule, then the stability."""
     from diffusion_infill.engine.completion.sampler import UNTUNED
@@ -74,7 +74,7 @@ def tune(cases: int, case_seed: int, model: Path | None, threads: int) -> dict:
     runs = []
 
     def run(values: dict) -> tuple[dict, dict]:
-        result = measure(cases, case_seed, model, threads, {**UNTUNED, **values, "stable_insertion": 0})
+        result = measure(cases, case_seed, model, threads, {**UNTUNED, **values, "stable_insertion": 0}, seed)
         runs.append({**values, **{k: round(result[k], 4) for k in REPORTED}})
         return values, result
 
@@ -104,7 +104,7 @@ def main() -> int:
         from diffusion_infill.engine.completion.sampler import save_tuning
         from diffusion_infill.engine.loading import EMBEDDED_MODEL
 
-        tuned = tune(args.cases, args.case_seed, args.model, args.threads)
+        tuned = tune(args.cases, args.case_seed, args.model, args.threads, args.seed)
         print(json.dumps(tuned))
         if args.write:
             save_tuning(args.model or EMBEDDED_MODEL, tuned["values"],

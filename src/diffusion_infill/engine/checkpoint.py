@@ -49,6 +49,14 @@ def is_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or Path(name).expanduser().exists()
 
 
+def local_directory(name: str | None) -> Path | None:
+    """The folder a --model value names (None: the embedded model's); None for a hub id. Raises
+    RuntimeError for a `~user` path whose home is unknown."""
+    if name is None:
+        return EMBEDDED_MODEL
+    return Path(name).expanduser() if is_path(name) else None
+
+
 def directory_problem(directory: Path) -> str | None:
     """Why `directory` is not a checkpoint (missing, or without the files one needs); None when it is one."""
     if not directory.is_dir():

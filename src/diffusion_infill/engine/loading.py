@@ -13,7 +13,14 @@ from safetensors import SafetensorError
 from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 from transformers.utils import logging as transformers_logging
 
-from diffusion_infill.engine.checkpoint import EMBEDDED_MODEL, ModelLoadError, directory_problem, is_path, not_cached
+from diffusion_infill.engine.checkpoint import (
+    EMBEDDED_MODEL,
+    ModelLoadError,
+    directory_problem,
+    is_path,
+    local_directory,
+    not_cached,
+)
 from diffusion_infill.engine.completion.canvas import CanvasSpec
 from diffusion_infill.engine.devices import pick_device, pick_dtype
 from diffusion_infill.engine.tokens import SpecialIds
@@ -49,9 +56,8 @@ def _problem(candidate: str, allow_download: bool) -> str | None:
 
 
 def _candidates(name: str | None) -> list[str]:
-    if name is None:
-        return [str(EMBEDDED_MODEL)]
-    return [str(Path(name).expanduser())] if is_path(name) else [name]  # else a hub id, in the local cache only
+    local = local_directory(name)
+    return [str(local)] if local is not None else [name]  # else a hub id, in the local cache only
 
 
 @contextmanager

@@ -13,13 +13,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 from diffusion_infill.engine.baseline.autoregressive import FimModel
-from diffusion_infill.engine.checkpoint import EMBEDDED_MODEL, is_path
+from diffusion_infill.engine.checkpoint import local_directory
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.distinct import distinct_samples
 from diffusion_infill.engine.drafts import Draft, InfillRequest
@@ -83,9 +82,8 @@ class EngineWorker:
     def calibration(self) -> Calibration | None:
         """The loaded checkpoint's confidence calibration, or while a local checkpoint loads the one
         beside its weights; None when it has none (or none is loaded or loading)."""
-        if self._engine is None and self.state is State.LOADING:
-            return self._loading_calibration
-        return getattr(self._engine, "calibration", None)
+        engine = self._engine  # set by the engine thread: read once
+        return self._loading_calibration if engine is None else getattr(engine, "calibration", None)
 
     @property
     def min_confidence(self) -> float:
@@ -102,14 +100,11 @@ class EngineWorker:
 
         Its calibration (a small file) is read at once, so that answers needing no model step
         (document drafts, the gate) work during the seconds the weights take to load."""
-        local = EMBEDDED_MODEL if model is None else Path(model).expanduser() if is_path(model) else None
-        self._loading_calibration = Calibration.load(local)  # a hub id's folder is found only by loading
         self.state = State.LOADING
-        return self._executor.submit(self._load, model, device, dtype, settings)
+        return self._executor.submit(self._load, model, device, dtype, settings, _calibration_beside(model))
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
-        self._loading_calibration = None
         self.state = State.LOADING
         return self._executor.submit(self._connect, remote, settings)
 
@@ -136,6 +131,7 @@ class EngineWorker:
 
     def _connect(self, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
         self._drop_engine()
+        self._loading_calibration = None
         self._settings = settings
         source = f"{remote.model} at {remote.url}"
         if not remote.url or not remote.model:
@@ -151,7 +147,9 @@ class EngineWorker:
             return LoadOutcome(source, unreachable=str(error))
         return LoadOutcome(source)
 
-    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> LoadOutcome:
+    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings,
+              calibration: Calibration | None) -> LoadOutcome:
+        self._loading_calibration = calibration  # what `calibration` answers until the weights are in
         self._drop_engine()
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
@@ -161,11 +159,11 @@ class EngineWorker:
             problem = self._loaded.canvas_problem
             self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded))
         except ModelLoadError as error:
-            self.state = State.FAILED
+            self._loading_calibration, self.state = None, State.FAILED
             return LoadOutcome(model or "the embedded model", str(error))
         except Exception as error:  # e.g. a CUDA device on a machine without one: torch raises many kinds
             log.exception("loading %s on %s failed", model or "the embedded model", device)
-            self.state = State.FAILED
+            self._loading_calibration, self.state = None, State.FAILED
             return LoadOutcome(model or "the embedded model", f"{type(error).__name__}: {error} (device {device})")
         self.state = State.READY
         return LoadOutcome(self._loaded.source)
@@ -230,3 +228,13 @@ class EngineWorker:
             return None
         finally:
             job.steps += ran
+
+
+def _calibration_beside(model: str | None) -> Calibration | None:
+    """A local checkpoint's calibration, read before its weights; None for a hub id (its folder is
+    known only once loaded, and then its engine has none) or a path that cannot be expanded (the
+    load reports it)."""
+    try:
+        return Calibration.load(local_directory(model))
+    except RuntimeError:
+        return None

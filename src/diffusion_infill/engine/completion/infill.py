@@ -112,19 +112,19 @@ class InfillEngine:
         denoise_settings = self.settings.denoise
         while True:
             last: Step | None = None
+            line_ended = False
             for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
                                 start=start, processors=processors, cancelled=cancelled):
                 step, entropy = step + 1, float(last.mean_entropy[0])
                 chosen.observe(last.logits[0], last.argmax[0], last.live[0])
                 passes.observe(last, gap, ids.end)
-                yield Draft(self._text(self._draft_tokens(last, gap), context, request), step, entropy,
-                            final=False, prefill_ms=prefill_ms)
-                if self._line_settled(last, gap, context, request):
+                shown = self._draft_tokens(last, gap)
+                yield Draft(self._text(shown, context, request), step, entropy, final=False, prefill_ms=prefill_ms)
+                if line_ended := self._line_ended(shown, context, request):
                     break
             if cancelled() or last is None:
                 return
-            if grow_to and ids.end not in last.argmax[0, gap.start : gap.stop] \
-                    and not self._line_settled(last, gap, context, request):
+            if grow_to and not line_ended and ids.end not in last.argmax[0, gap.start : gap.stop]:
                 # The gap filled without END: the trained size, its first slots holding what was written.
                 layout = canvas_layout.completion_canvas(context.suffix_ids, grow_to, spec.suffix_head, ids)
                 start = torch.tensor([layout.tokens], device=last.argmax.device)
@@ -158,14 +158,14 @@ class InfillEngine:
         return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
                      evidence=found, passes=passes)
 
-    def _line_settled(self, step: Step, gap: range, context: EncodedContext, request: InfillRequest) -> bool:
-        """One line wanted and, with mask noise, the revealed slots already hold its end: the line
-        cannot change any more (settings.stop_at_line_end)."""
+    def _line_ended(self, shown: list[int], context: EncodedContext, request: InfillRequest) -> bool:
+        """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the
+        line cannot change any more (settings.stop_at_line_end)."""
         if not self.settings.stop_at_line_end or self.loaded.spec.noise != "mask" \
                 or self.settings.multi_line(request.prefix):
             return False
-        text = self.loaded.tokenizer.decode(canvas_layout.settled(step.current[0].tolist(), gap, self.loaded.ids))
-        return "\n" in text[len(context.healed):]
+        text = self.loaded.tokenizer.decode(shown)
+        return text.startswith(context.healed) and "\n" in text[len(context.healed):]
 
     def _draft_tokens(self, step: Step, gap: range) -> list[int]:
         """What a draft shows: with mask noise only the revealed slots up to the first masked one,
