@@ -11,9 +11,10 @@ if TYPE_CHECKING:  # diffusion_infill.engine.completion.confidence imports torch
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 # Where a final completion comes from: a model's run, the document's own draft
-# (engine.completion.document_drafts), or the rest of a shown one typed along (engine.completion.typed_along)
-MODEL, DOCUMENT, TYPED_ALONG = "model", "document", "typed_along"
-SOURCES = (MODEL, DOCUMENT, TYPED_ALONG)
+# (engine.completion.document_drafts), the rest of a shown one typed along (engine.completion.typed_along),
+# or a line copied from the code that the model judged and perhaps edited (engine.completion.revise)
+MODEL, DOCUMENT, TYPED_ALONG, REVISED = "model", "document", "typed_along", "revised"
+SOURCES = (MODEL, DOCUMENT, TYPED_ALONG, REVISED)
 
 
 @dataclass(frozen=True)

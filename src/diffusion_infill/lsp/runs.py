@@ -114,7 +114,9 @@ class Runs:
 
     def _asked(self, key: RunKey) -> Asked:
         quiet_after = self._worker.quiet_after if key.quiet_after is None else key.quiet_after
-        return Asked(key.samples, self._threshold(key), key.automatic, key.document_drafts,
+        # An engine that judges copied lines answers with them itself, the document's draft among them.
+        document_drafts = key.document_drafts and not self._worker.judges_lines
+        return Asked(key.samples, self._threshold(key), key.automatic, document_drafts,
                      self._worker.calibration is not None, quiet_after)
 
     def _without_run(self, key: RunKey, position: Position, kept: Suggestion | None) -> list[Draft]:
@@ -177,7 +179,7 @@ class Runs:
         offered = [draft for draft in finals if passes(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
-            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence))
+            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
         run.latest = shown
         self._publish(run.key, run.position, shown)

@@ -86,6 +86,11 @@ class EngineWorker:
         return self._loading_calibration if engine is None else getattr(engine, "calibration", None)
 
     @property
+    def judges_lines(self) -> bool:
+        """Whether the loaded engine judges lines copied from the code itself (engine.completion.revise)."""
+        return getattr(self._engine, "revision", None) is not None
+
+    @property
     def min_confidence(self) -> float:
         """The threshold calibrated with the loaded checkpoint; 0 (everything) when it has none."""
         return self.calibration.threshold if self.calibration is not None else 0.0

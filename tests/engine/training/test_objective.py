@@ -382,3 +382,76 @@ def test_plain_weighting_is_the_mean_cross_entropy_over_the_noised_slots(trainab
 
     assert diffusion("plain")["diffusion"] == pytest.approx(expected, rel=1e-4)
     assert diffusion("inverse_t")["diffusion"] != pytest.approx(expected, rel=1e-2)  # 1/t weighs slots unlike
+
+
+# Revision canvases: a draft to judge instead of noise
+
+DRAFTING = ObjectiveConfig(**{**CONFIG.__dict__, "draft_fraction": 1.0, "repair_fraction": 0.0, "after_end": "pad"})
+
+
+@pytest.fixture(scope="module")
+def drafted(streams, ids):
+    return make_batches(streams, ids, config=DRAFTING)
+
+
+def test_without_a_draft_fraction_no_canvas_starts_from_a_draft(batches):
+    assert all((batch.draft == IGNORE).all() for batch in batches)
+
+
+def test_a_revision_canvas_is_its_draft_then_end_then_pad_then_the_suffix_head(drafted, ids):
+    gap = DRAFTING.gap_slots
+    for batch in drafted:
+        for draft, clean in zip(batch.draft.tolist(), batch.canvas.tolist(), strict=True):
+            end = draft.index(ids.end)
+            assert end < gap and ids.mask not in draft[:end]
+            assert draft[end + 1 : gap] == [ids.pad] * (gap - end - 1)
+            assert draft[gap:] == clean[gap:]
+
+
+def test_drafts_are_sometimes_the_target_and_sometimes_differ(drafted, ids):
+    same = [d[: d.index(ids.end)] == t[: t.index(ids.end)]
+            for batch in drafted for d, t in zip(batch.draft.tolist(), batch.target.tolist(), strict=True)]
+    assert 0 < sum(same) < len(same)
+
+
+def test_an_earlier_line_after_the_same_tokens_is_copied_up_to_its_end(streams, ids):
+    newline = np.zeros(64, dtype=bool)
+    newline[9] = True
+    line = [5, 6, 7, 8]  # "5 6" then "7 8", then a newline (9)
+    tokens = np.array([ids.bos, *line, 9, 20, 21, *line[:2], 30, 31], dtype=np.int32)
+    maker = BatchMaker(Streams({"python": []}, ids, newline), ids, DRAFTING, np.random.default_rng(0))
+    maker.streams.newline = newline
+
+    assert maker._earlier_line_rest(tokens, start=len(tokens) - 2) == [7, 8]
+
+
+def test_no_earlier_line_is_copied_from_another_document(streams, ids):
+    newline = np.zeros(64, dtype=bool)
+    tokens = np.array([ids.bos, 5, 6, 7, ids.eos, ids.bos, 20, 6, 30], dtype=np.int32)
+    maker = BatchMaker(Streams({"python": []}, ids, newline), ids, DRAFTING, np.random.default_rng(0))
+
+    assert maker._earlier_line_rest(tokens, start=len(tokens) - 1) is None
+
+
+def test_noise_keeps_most_of_a_draft_and_masks_some_of_it(drafted, ids):
+    noised_canvas, _, _ = noise_canvas(drafted[0], ids, "mask", 0, torch.Generator().manual_seed(0))
+    gap = DRAFTING.gap_slots
+    draft, seen = drafted[0].draft[:, :gap], noised_canvas[:, :gap]
+
+    assert (seen == ids.mask).any()
+    assert ((seen == draft) & (draft != ids.pad)).sum() > (seen == ids.mask).sum() / 4
+
+
+def test_the_revision_loss_covers_every_gap_slot_of_a_revision_canvas(trainable, drafted, ids):
+    def revision(batch):
+        config = ObjectiveConfig(**{**DRAFTING.__dict__, "self_conditioning": 0.0})
+        return objective.loss(trainable, batch, ids, config, "mask", torch.Generator().manual_seed(0))[1]["revision"]
+
+    batch = drafted[0]
+    noised_canvas, _, _ = noise_canvas(batch, ids, "mask", 0, torch.Generator().manual_seed(0))
+    kept = (noised_canvas == batch.draft) & (batch.target != IGNORE)  # a slot that shows its draft token
+    row, slot = (int(i) for i in torch.nonzero(kept)[0])
+    changed = copy.deepcopy(batch)
+    changed.target[row, slot] = (int(batch.target[row, slot]) + 1) % 64
+
+    assert revision(changed) != pytest.approx(revision(batch), rel=1e-6)

@@ -71,26 +71,32 @@ class Calibration:
     quiet_after: str = ""
 
     def estimate(self, found: Evidence) -> float:
-        values = features(found)
+        return self.chance(features(found))
+
+    def chance(self, values: dict[str, float]) -> float:
+        """The estimate from the features by name."""
         score = self.intercept + sum(weight * values[name] for name, weight in self.weights.items())
         return 1.0 / (1.0 + math.exp(-max(min(score, 40.0), -40.0)))
 
-    def save(self, directory: Path) -> None:
-        (directory / CALIBRATION_FILE).write_text(json.dumps(asdict(self), indent=1) + "\n")
+    def save(self, directory: Path, file: str = CALIBRATION_FILE) -> None:
+        (directory / file).write_text(json.dumps(asdict(self), indent=1) + "\n")
 
     @classmethod
-    def load(cls, directory: str | Path | None) -> Calibration | None:
-        """The checkpoint's calibration; None when it has none (or an unreadable one)."""
+    def load(cls, directory: str | Path | None, file: str = CALIBRATION_FILE,
+             names: frozenset[str] | None = None) -> Calibration | None:
+        """The checkpoint's calibration (`file`, whose features are `names`: a completion's by
+        default); None when it has none (or an unreadable one)."""
         if directory is None:
             return None
-        path = Path(directory) / CALIBRATION_FILE
+        path = Path(directory) / file
         try:
             data = json.loads(path.read_text())
             calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
                               str(data.get("fitted_on", "")), str(data.get("quiet_after", "")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return calibration if set(calibration.weights) <= set(features(evidence([], "", "", False))) else None
+        known = names if names is not None else set(features(evidence([], "", "", False)))
+        return calibration if set(calibration.weights) <= known else None
 
 
 def assess(calibration: Calibration | None, logprobs: list[float], text: str, prefix: str,
@@ -101,10 +107,16 @@ def assess(calibration: Calibration | None, logprobs: list[float], text: str, pr
 
 
 def fit(rows: list[tuple[Evidence, bool]], l2: float = 1e-2, steps: int = 2000, fitted_on: str = "") -> Calibration:
-    """Logistic regression of acceptance on the features (standardized, L2-penalized, full-batch L-BFGS);
-    the weights are returned on the features' own scale."""
-    names = list(features(rows[0][0]))
-    x = torch.tensor([[features(found)[name] for name in names] for found, _ in rows], dtype=torch.float64)
+    """Logistic regression of acceptance on a completion's features (fit_values)."""
+    return fit_values([(features(found), accepted) for found, accepted in rows], l2, steps, fitted_on)
+
+
+def fit_values(rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, steps: int = 2000,
+               fitted_on: str = "") -> Calibration:
+    """Logistic regression of acceptance on features by name (standardized, L2-penalized, full-batch
+    L-BFGS); the weights are returned on the features' own scale."""
+    names = list(rows[0][0])
+    x = torch.tensor([[values[name] for name in names] for values, _ in rows], dtype=torch.float64)
     y = torch.tensor([float(accepted) for _, accepted in rows], dtype=torch.float64)
     mean, std = x.mean(0), x.std(0).clamp(min=1e-6)
     z = (x - mean) / std

@@ -18,11 +18,12 @@ from transformers.cache_utils import DynamicCache
 
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion import line_drafts, revise
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, assess
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
 from diffusion_infill.engine.completion.sampler import PassCounts, PassLog, SlotBan, SlotVocabulary, Step, denoise
-from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.drafts import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
 
@@ -71,6 +72,7 @@ class InfillEngine:
         self.settings = replace(settings, denoise=settings.denoise.for_checkpoint(loaded.source))
         self.prefix_cache = PrefixCache()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
+        self.revision = revise.load_calibration(loaded.source)  # None: no line drafts to judge
 
     def _processors(self, context: EncodedContext, gap: range) -> list:
         """Token healing on the first slot, and a minimum length (the healed token does not count)."""
@@ -91,7 +93,14 @@ class InfillEngine:
         `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
         diffusion_infill.engine.completion.typed_along); None: a cold start. Nothing is kept between calls but
         the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
+
+        A single-line request first has the model judge lines copied from the code
+        (engine.completion.line_drafts); the best one is the answer when its calibrated estimate
+        clears the revision calibration's threshold, and denoising starts otherwise.
         """
+        if start_text is None and (judged := self.judged_draft(request)) is not None:
+            yield judged
+            return
         spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
                                  spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
@@ -150,6 +159,28 @@ class InfillEngine:
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms,
                           passes.counts())
+
+    def judged_draft(self, request: InfillRequest) -> Draft | None:
+        """The best line copied from the code as the model judges it, when its estimate clears the
+        threshold and it keeps closure; None otherwise (or without a revision calibration)."""
+        if self.revision is None or not self.settings.line_drafts or self.settings.multi_line(request.prefix):
+            return None
+        candidates = line_drafts.candidates(request)
+        if not candidates:
+            return None
+        started = time.perf_counter()
+        judged = revise.judge(self, request, candidates)
+        chances = [(self.revision.chance(revise.features(j, request.prefix)), j) for j in judged]
+        if not chances:
+            return None
+        chance, best = max(chances, key=lambda pair: pair[0])
+        if chance < self.revision.threshold:
+            return None
+        if not closure.check(request.prefix, best.text, request.suffix, request.language).valid:
+            return None
+        passes = 1 + any(j.revised for j in judged)
+        return Draft(best.text, passes, 0.0, final=True, valid=True, confidence=chance, source=REVISED,
+                     prefill_ms=(time.perf_counter() - started) * 1000)
 
     def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
                entropy: float, prefill_ms: float, passes: PassCounts) -> Draft:

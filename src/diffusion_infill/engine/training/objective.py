@@ -9,6 +9,12 @@ the loss is weighted by 1/t (MDLM, arXiv:2406.07524; LLaDA, arXiv:2502.09992), o
 `weighting="plain"`, plain cross-entropy over the noised slots (DiffusionGemma's fine-tuning). An
 autoregressive loss on the encoder's output supervises the shared weights at every
 prefix token.
+
+Revision: a share of the single-gap canvases start from a draft instead of noise (the rest of
+an earlier line that followed the same token, the target with other tokens of the document in
+it, or the target itself), a few of its slots masked, and the loss covers every gap slot: the
+model learns to keep a right draft and to say where a wrong one differs, which is what the
+engine asks of it when it checks a candidate copied from the document.
 """
 
 from __future__ import annotations
@@ -52,6 +58,10 @@ class ObjectiveConfig:
     # Of the longest prefix, tokens given to related lines from further up the document
     # (diffusion_infill.engine.completion.context), as inference does; shorter prefixes give the same share. 0: none.
     context_tokens: int = 0
+    # Single-gap canvases that start from a draft (see the module's docstring); 0: none.
+    draft_fraction: float = 0.0
+    draft_weight: float = 1.0  # the revision loss beside the diffusion loss
+    draft_search: int = 2_000  # tokens before the cursor searched for an earlier line to copy
 
     @property
     def canvas_length(self) -> int:
@@ -64,6 +74,7 @@ class Batch:
     canvas: torch.LongTensor  # (B*K, C) clean canvas: known tokens, targets in gaps
     known: torch.BoolTensor  # (B*K, C)
     target: torch.LongTensor  # (B*K, C) IGNORE outside gap targets
+    draft: torch.LongTensor  # (B*K, C) a revision canvas's starting tokens; IGNORE in every slot of the others
 
 
 class Streams:
@@ -165,6 +176,55 @@ class BatchMaker:
         target = inserted + [self.ids.end] + [self.after_end] * (c.gap_slots - length - 1)
         return layout, target + [IGNORE] * len(head)
 
+    def draft(self, tokens: np.ndarray, start: int, inserted: list[int]) -> list[int]:
+        """A plausible starting text for the gap at `start`: the rest of an earlier line of the
+        document after the token the cursor follows (as the engine's candidates are), the target
+        with a token of the document in place of one of its own or one token shifted, or the
+        target itself. At most `gap_slots - 1` tokens, so END fits after it."""
+        rng, room = self.rng, self.config.gap_slots - 1
+        kind = rng.random()
+        if kind < 0.5:
+            copied = self._earlier_line_rest(tokens, start)
+            if copied is not None:
+                return copied[:room]
+        if kind < 0.75 and inserted:
+            return self._edited(tokens, start, inserted)[:room]
+        return inserted[:room]
+
+    def _earlier_line_rest(self, tokens: np.ndarray, start: int) -> list[int] | None:
+        """What followed the token before the cursor somewhere earlier in the same document,
+        up to that line's end; the latest of the places that share the most tokens before it."""
+        low = max(1, start - self.config.draft_search)
+        bos = np.flatnonzero(tokens[low:start] == self.ids.bos)
+        low = low + int(bos[-1]) + 1 if len(bos) else low
+        places = low + 1 + np.flatnonzero(tokens[low : start - 2] == tokens[start - 1])
+        if not len(places):
+            return None
+        shared = np.ones(len(places), dtype=int)
+        for back in (2, 3):
+            before = places - back
+            agrees = (before >= low) & (tokens[np.maximum(before, 0)] == tokens[start - back])
+            shared += agrees & (shared == back - 1)
+        place = int(places[np.flatnonzero(shared == shared.max())[-1]])
+        end = place
+        while end < start - 1 and end - place < self.config.gap_slots and not self.streams.newline[tokens[end]]:
+            end += 1
+        return tokens[place:end].tolist()
+
+    def _edited(self, tokens: np.ndarray, start: int, inserted: list[int]) -> list[int]:
+        """The target with one token replaced by another of the document, or one dropped or repeated."""
+        rng, edited = self.rng, list(inserted)
+        at = int(rng.integers(len(edited)))
+        edit = rng.random()
+        if edit < 0.6:
+            window = tokens[max(0, start - 256) : start]
+            edited[at] = int(window[rng.integers(len(window))])
+        elif edit < 0.8 and len(edited) > 1:
+            del edited[at]
+        else:
+            edited.insert(at, edited[at])
+        return edited
+
     @property
     def after_end(self) -> int:
         """The target of a gap slot after its END."""
@@ -200,24 +260,35 @@ class BatchMaker:
     def make(self) -> Batch:
         c, rng = self.config, self.rng
         prefix_length = int(rng.choice(c.prefix_lengths))
-        prefixes, canvases, known, targets = [], [], [], []
+        prefixes, canvases, known, targets, drafts = [], [], [], [], []
         for _ in range(c.prefixes):
             tokens, start = self.sample_start(prefix_length)
             prefixes.append(self.prefix(tokens, start, prefix_length))
             for _ in range(c.canvases_per_prefix):
-                make = self._multi_gap if rng.random() < c.repair_fraction else self._single_gap
-                layout, target = make(tokens, start)
+                multi = rng.random() < c.repair_fraction
+                layout, target = (self._multi_gap if multi else self._single_gap)(tokens, start)
                 pairs = zip(layout.tokens, target, strict=True)
                 clean = [tok if t == IGNORE else t for tok, t in pairs]
                 canvases.append(clean)
                 known.append(layout.known)
                 targets.append(target)
+                drafted = not multi and c.draft_fraction > 0 and rng.random() < c.draft_fraction
+                drafts.append(self._draft_row(tokens, start, clean, target) if drafted else [IGNORE] * len(clean))
         return Batch(
             prefix=torch.tensor(np.stack(prefixes), dtype=torch.long),
             canvas=torch.tensor(canvases, dtype=torch.long),
             known=torch.tensor(known, dtype=torch.bool),
             target=torch.tensor(targets, dtype=torch.long),
+            draft=torch.tensor(drafts, dtype=torch.long),
         )
+
+    def _draft_row(self, tokens: np.ndarray, start: int, clean: list[int], target: list[int]) -> list[int]:
+        """A single-gap canvas as it starts from a draft: the draft, END, PAD to the gap's end,
+        then the known suffix head (as the engine lays out a candidate)."""
+        gap = self.config.gap_slots
+        inserted = target[: target.index(self.ids.end)]
+        draft = self.draft(tokens, start, inserted)
+        return draft + [self.ids.end] + [self.ids.pad] * (gap - len(draft) - 1) + clean[gap:]
 
 
 def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generator: torch.Generator):
@@ -240,7 +311,13 @@ def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generato
         fill = torch.full_like(batch.canvas, ids.mask)
     else:
         fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator).to(device)  # as EntropyBoundSampler
-    return torch.where(replace, fill, batch.canvas), noised, t
+    # A revision canvas starts from its draft, and only half as many of its slots are noised:
+    # most of the draft stays to be judged.
+    drafted = batch.draft != IGNORE
+    if not drafted.any():
+        return torch.where(replace, fill, batch.canvas), noised, t
+    replace = replace & ~(drafted & (torch.rand(rows, length, generator=generator).to(device) < 0.5))
+    return torch.where(replace, fill, torch.where(drafted, batch.draft, batch.canvas)), noised, t
 
 
 def _encode(model, prefix: torch.LongTensor):
@@ -275,11 +352,21 @@ def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: s
             pinned_tokens = torch.where(unused, ids.mask, batch.canvas)
             self_conditioning = pin(first, batch.known | unused, pinned_tokens).to(model.dtype)
     logits = model(decoder_input_ids=noised_canvas, cache=cache, self_conditioning_logits=self_conditioning).logits
-    per_slot = F.cross_entropy(logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0), reduction="none")
-    per_slot = per_slot.view_as(noised) * noised
+    cross_entropy = F.cross_entropy(logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0),
+                                    reduction="none").view_as(noised)
+    revised = (batch.draft != IGNORE).any(dim=-1, keepdim=True)
+    denoised = noised & ~revised
+    per_slot = cross_entropy * denoised
     if config.weighting == "plain":
-        diffusion_loss = per_slot.sum() / noised.sum()
+        diffusion_loss = per_slot.sum() / denoised.sum().clamp(min=1)
     else:
-        diffusion_loss = (per_slot / t).sum() / (batch.target != IGNORE).sum()
+        diffusion_loss = (per_slot / t).sum() / ((batch.target != IGNORE) & ~revised).sum().clamp(min=1)
     total = diffusion_loss + config.ar_weight * ar_loss
-    return total, {"diffusion": diffusion_loss.item(), "ar": ar_loss.item()}
+    parts = {"diffusion": diffusion_loss.item(), "ar": ar_loss.item()}
+    if revised.any():
+        # every gap slot of a revision canvas: keep the draft's right tokens, replace its wrong ones
+        judged = (batch.target != IGNORE) & revised
+        revision_loss = (cross_entropy * judged).sum() / judged.sum()
+        total = total + config.draft_weight * revision_loss
+        parts["revision"] = revision_loss.item()
+    return total, parts

@@ -1,0 +1,109 @@
+"""Fits the gate of judged line drafts (diffusion_infill.engine.completion.revise) of a checkpoint.
+
+At every place diffusion_infill.bench.replay asks on the tuning excerpts (held-out files the replay
+does not report), the lines copied from the code (engine.completion.line_drafts) are judged by
+the model, as the engine does; each judged text is a row, accepted when the file's next
+characters begin with it. A logistic model of acceptance on the judged text's features
+(revise.FEATURES) is fitted on them. The threshold is the lowest at which the best-judged text
+per place is accepted at least `--precision` of the times it is shown on the tuning excerpts
+(showing is what a wrong suggestion costs), and `--write` saves both as `revision.json` beside
+the checkpoint. The same is then measured on the reported excerpts, which the fit never saw.
+
+    python -m diffusion_infill.bench.calibrate_revision --model DIR --write
+
+Prints one JSON object on the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
+from diffusion_infill.engine.completion import line_drafts, revise
+from diffusion_infill.engine.completion.confidence import Calibration, fit_values
+from diffusion_infill.engine.completion.infill import InfillEngine
+from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.loading import EMBEDDED_MODEL, load
+from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.window import bounded
+
+TUNING_FILES, TUNING_CHARS = 30, 600
+PRECISION = 0.6  # the acceptance of shown suggestions the threshold keeps on the tuning excerpts
+THRESHOLDS = [round(0.02 * i, 2) for i in range(1, 50)]
+
+
+def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
+    """Per place the replay asks where some line is copied: each judged text, its features, and
+    whether the file goes on with it."""
+    found = []
+    for piece in pieces:
+        full = piece.context + piece.text
+        for where in range(len(piece.context), len(full)):
+            if not pauses(full, where):
+                continue
+            request = InfillRequest(*bounded(full[:where], ""), "python")
+            candidates = line_drafts.candidates(request)
+            if not candidates:
+                continue
+            judged = revise.judge(engine, request, candidates)
+            if judged:
+                found.append([{"text": j.text, "features": revise.features(j, request.prefix), "revised": j.revised,
+                               "accepted": full[where:].startswith(j.text)} for j in judged])
+    return found
+
+
+def shown_at(calibration: Calibration, found: list[list[dict]], threshold: float) -> dict:
+    """What the gate shows at `threshold`: the best-estimated text per place, if it clears it."""
+    shown = accepted = chars = revised = 0
+    for rows in found:
+        chance, best = max(((calibration.chance(row["features"]), row) for row in rows), key=lambda pair: pair[0])
+        if chance >= threshold:
+            shown += 1
+            accepted += best["accepted"]
+            chars += len(best["text"]) if best["accepted"] else 0
+            revised += best["revised"]
+    return {"threshold": threshold, "places": len(found), "shown": shown, "accepted": accepted,
+            "precision": round(accepted / shown, 3) if shown else None, "chars_accepted": chars, "revised": revised}
+
+
+def pick_threshold(calibration: Calibration, found: list[list[dict]], precision: float) -> float:
+    """The lowest threshold whose shown texts are accepted at least `precision` of the time."""
+    for threshold in THRESHOLDS:
+        point = shown_at(calibration, found, threshold)
+        if point["shown"] and point["precision"] >= precision:
+            return threshold
+    return THRESHOLDS[-1]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=EMBEDDED_MODEL, help="diffusion checkpoint")
+    parser.add_argument("--tuning-files", type=int, default=TUNING_FILES)
+    parser.add_argument("--tuning-chars", type=int, default=TUNING_CHARS)
+    parser.add_argument("--files", type=int, default=FULL_FILES, help="reported excerpts (as bench --replay)")
+    parser.add_argument("--chars", type=int, default=FULL_CHARS)
+    parser.add_argument("--precision", type=float, default=PRECISION)
+    parser.add_argument("--write", action="store_true", help="save revision.json beside the checkpoint")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    engine = InfillEngine(load(str(args.model)), EngineSettings(mode="single-line"))
+    tuning = places(engine, excerpts(args.tuning_files, args.tuning_chars, tuning=True))
+    rows = [(row["features"], row["accepted"]) for found in tuning for row in found]
+    calibration = fit_values(rows, fitted_on=f"{len(rows)} judged texts at {len(tuning)} places of "
+                                             f"{args.tuning_files} tuning excerpts")
+    calibration = replace(calibration, threshold=pick_threshold(calibration, tuning, args.precision))
+    if args.write:
+        calibration.save(args.model, revise.REVISION_FILE)
+    reported = places(engine, excerpts(args.files, args.chars))
+    print(json.dumps({"calibration": calibration.__dict__,
+                      "tuning": shown_at(calibration, tuning, calibration.threshold),
+                      "reported": shown_at(calibration, reported, calibration.threshold)}))
+
+
+if __name__ == "__main__":
+    main()
