@@ -94,7 +94,8 @@ class Judge:
         for row, tokens in enumerate(rows):
             chosen = torch.tensor(tokens + [ids.end], device=logprobs.device)
             # a floor: one impossible token (outside the healed text's tokens) says enough, and stays finite
-            scores.append(tuple(logprobs[row, : len(chosen)].gather(-1, chosen[:, None])[:, 0].clamp(min=FLOOR).tolist()))
+            chosen_logprobs = logprobs[row, : len(chosen)].gather(-1, chosen[:, None])[:, 0]
+            scores.append(tuple(chosen_logprobs.clamp(min=FLOOR).tolist()))
         return scores, logprobs
 
     def text(self, tokens: list[int]) -> str:
