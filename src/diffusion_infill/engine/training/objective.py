@@ -10,9 +10,9 @@ the loss is weighted by 1/t (MDLM, arXiv:2406.07524; LLaDA, arXiv:2502.09992), o
 autoregressive loss on the encoder's output supervises the shared weights at every
 prefix token.
 
-Revision: a share of the single-gap canvases start from a draft instead of noise (the rest of
-an earlier line that followed the same token, the target with other tokens of the document in
-it, or the target itself), a few of its slots masked, and the loss covers every gap slot: the
+Revision: a share of the single-gap canvases hold a draft instead of noise (the rest of an
+earlier line that followed the same token, the target with other tokens of the document in
+it, or the target itself), no slot masked, and the loss covers every gap slot: the
 model learns to keep a right draft and to say where a wrong one differs, which is what the
 engine asks of it when it checks a candidate copied from the document.
 """
@@ -311,13 +311,10 @@ def noise_canvas(batch: Batch, ids: SpecialIds, noise: str, vocab: int, generato
         fill = torch.full_like(batch.canvas, ids.mask)
     else:
         fill = torch.randint(0, vocab, batch.canvas.shape, generator=generator).to(device)  # as EntropyBoundSampler
-    # A revision canvas starts from its draft, and only half as many of its slots are noised:
-    # most of the draft stays to be judged.
+    # A revision canvas is its draft, whole: no slot of it is noised, which is how the model tells
+    # a draft to judge (every slot may be wrong) from a canvas being denoised (revealed slots are right).
     drafted = batch.draft != IGNORE
-    if not drafted.any():
-        return torch.where(replace, fill, batch.canvas), noised, t
-    replace = replace & ~(drafted & (torch.rand(rows, length, generator=generator).to(device) < 0.5))
-    return torch.where(replace, fill, torch.where(drafted, batch.draft, batch.canvas)), noised, t
+    return torch.where(drafted, batch.draft, torch.where(replace, fill, batch.canvas)), noised, t
 
 
 def _encode(model, prefix: torch.LongTensor):
