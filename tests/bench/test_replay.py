@@ -39,8 +39,25 @@ def test_tuning_excerpts_come_from_other_files_than_the_reported_ones():
     assert all(piece.text and "\r" not in piece.text for piece in reported + tuning)
 
 
+def test_excerpts_of_the_users_own_files_come_from_the_python_files_at_the_paths(tmp_path: Path):
+    package = tmp_path / "package"
+    package.mkdir()
+    for name in ("shapes.py", "lines.py"):
+        (package / name).write_text("".join(f"def {name[:-3]}_{i}(x):\n    return x + {i}\n" for i in range(40)))
+    (package / "short.py").write_text("x = 1\n")
+    (package / "notes.txt").write_text("def not_python():\n" * 80)
+
+    pieces = replay.excerpts(2, 120, paths=[package])
+
+    assert sorted(piece.name.rsplit(":", 1)[0] for piece in pieces) == [str(package / "lines.py"),
+                                                                      str(package / "shapes.py")]
+    assert all(piece.text in (package / piece.name.rsplit(":", 1)[0]).read_text() for piece in pieces)
+    assert replay.excerpts(1, 120, paths=[package / "shapes.py"])[0].name.startswith(str(package / "shapes.py"))
+
+
 @pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"],
-                                    ["--pause-ms", "50"], ["--settings", "[1]"], ["--settings", "{mode"]])
+                                    ["--pause-ms", "50"], ["--settings", "[1]"], ["--settings", "{mode"],
+                                    ["--paths", "no/such/folder"], ["--paths", "src/diffusion_infill/cli/samples"]])
 def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureFixture[str]):
     try:
         status = main(["bench", "--replay", "--quick", *option])

@@ -284,6 +284,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--replay: the server's minConfidence (default: its own)")
     parser.add_argument("--tuning", action="store_true", help="--replay: excerpts of the tuning files (where settings "
                         "are chosen) instead of the reported ones")
+    parser.add_argument("--paths", type=Path, nargs="+", metavar="PATH",
+                        help="--replay: type excerpts of these Python files or folders (your own code) instead")
     parser.add_argument("--settings", metavar="JSON",
                         help="--replay: more diffusionInfill settings for the server, a JSON object")
     parser.add_argument("--log", type=Path, metavar="FILE",

@@ -85,12 +85,9 @@ class Excerpt:
 
 def _pool() -> list[Document]:
     """Held-out files, stdlib and third-party in turn, shuffled once with REPLAY_SEED."""
-    def fit(docs):
-        return [d for d in docs if d.text.count("\n") > 60 and len(d.text) < MAX_FILE_CHARS and "\r" not in d.text]
-
     rng = random.Random(REPLAY_SEED)
-    stdlib = fit(stdlib_files(held_out=True))
-    third = fit(third_party_files())
+    stdlib = [doc for doc in stdlib_files(held_out=True) if _fits(doc)]
+    third = [doc for doc in third_party_files() if _fits(doc)]
     rng.shuffle(stdlib)
     rng.shuffle(third)
     mixed = [doc for pair in zip(stdlib, third, strict=False) for doc in pair]
@@ -116,10 +113,34 @@ def excerpt(doc: Document, chars: int, rng: random.Random) -> Excerpt | None:
     return Excerpt(f"{doc.name}:{first + 1}-{last}", "".join(lines[:first]), typed)
 
 
-def excerpts(files: int, chars: int, tuning: bool = False) -> list[Excerpt]:
-    """The reported excerpts (or, with `tuning`, excerpts from other files, for calibration)."""
-    pool = _pool()
-    pool = pool[TUNING_OFFSET:] if tuning else pool[:TUNING_OFFSET]
+def _fits(doc: Document) -> bool:
+    """A file worth typing into: long enough to have context, short enough to load, LF line ends."""
+    return doc.text.count("\n") > 60 and len(doc.text) < MAX_FILE_CHARS and "\r" not in doc.text
+
+
+def python_files(paths: list[Path]) -> list[Document]:
+    """The Python files at `paths` (files, or folders searched recursively) that fit, in a fixed order."""
+    found = []
+    for path in paths:
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            try:
+                doc = Document(str(file), "python", file.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+            if _fits(doc):
+                found.append(doc)
+    return found
+
+
+def excerpts(files: int, chars: int, tuning: bool = False, paths: list[Path] | None = None) -> list[Excerpt]:
+    """The reported excerpts (or, with `tuning`, excerpts from other files, for calibration; with
+    `paths`, excerpts of the Python files there, shuffled with the same seed)."""
+    if paths:
+        pool = python_files(paths)
+        random.Random(REPLAY_SEED).shuffle(pool)
+    else:
+        pool = _pool()
+        pool = pool[TUNING_OFFSET:] if tuning else pool[:TUNING_OFFSET]
     rng = random.Random(REPLAY_SEED + tuning)
     chosen = []
     for doc in pool:
@@ -353,13 +374,14 @@ def summarize(tally: Tally, characters: int) -> dict:
 
 def run(quick: bool, files: int | None, chars: int | None, model: Path | None, baseline: Path, seed: int,
         settings: dict | None = None, pause_ms: int = PAUSE_MS, tuning: bool = False,
-        log: Path | None = None) -> dict:
-    """Both models on the same excerpts (the tuning files' with `tuning`); `model` None: a copy of
-    the embedded model. `log`: every request and its outcome, a JSON object a line."""
+        log: Path | None = None, paths: list[Path] | None = None) -> dict:
+    """Both models on the same excerpts (the tuning files' with `tuning`, the files at `paths`
+    with those); `model` None: a copy of the embedded model. `log`: every request and its
+    outcome, a JSON object a line."""
     from diffusion_infill.bench.lsp_latency import embedded_model_copy
 
     pieces = excerpts(files or (QUICK_FILES if quick else FULL_FILES), chars or (QUICK_CHARS if quick else FULL_CHARS),
-                      tuning)
+                      tuning, paths)
     characters = sum(len(piece.text) for piece in pieces)
     settings = settings or {}
     report: dict = {}
@@ -384,7 +406,7 @@ def table(report: dict) -> str:
     lines = ["| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for family in ("diffusion", "autoregressive"):
         lines.append(f"| {family} | " + " | ".join(str(report[family][key]) for key in keys) + " |")
-    lines.append(f"\n{len(report['files'])} held-out excerpts, {report['characters']} characters: "
+    lines.append(f"\n{len(report['files'])} excerpts, {report['characters']} characters: "
                  + ", ".join(report["files"]))
     return "\n".join(lines) + "\n"
 
@@ -398,6 +420,11 @@ def _bad_arguments(args) -> str | None:
         return "--min-confidence must be from 0 to 1"
     if args.pause_ms <= DEBOUNCE_MS:
         return f"--pause-ms must be more than the {DEBOUNCE_MS} ms debounce"
+    for path in args.paths or []:
+        if not path.exists():
+            return f"--paths: {path} does not exist"
+    if args.paths and not python_files(args.paths):
+        return f"--paths: no Python file of more than 60 lines and under {MAX_FILE_CHARS:,} characters there"
     if args.settings is not None and not isinstance(_json_or_none(args.settings), dict):
         return "--settings must be a JSON object, e.g. '{\"mode\": \"single-line\"}'"
     return None
@@ -422,7 +449,7 @@ def main(args) -> int:
     if args.log is not None:
         args.log.write_text("")
     report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings, args.pause_ms,
-                 args.tuning, args.log)
+                 args.tuning, args.log, args.paths)
     if args.json:
         print(json.dumps(report))
     else:
