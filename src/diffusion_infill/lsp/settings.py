@@ -37,13 +37,14 @@ class ServerSettings:
     # threshold fitted with the checkpoint (its confidence.json; diffusion_infill.bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
-    # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.document_drafts)
+    # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.document_drafts),
+    # and lines copied from the code that the model judges (engine.completion.line_drafts, revise)
     document_drafts: bool = True
     # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
     quiet_after: str | None = None  # None: the characters calibrated with the checkpoint
 
     def engine_settings(self) -> EngineSettings:
-        return EngineSettings(mode=self.mode).with_overrides(
+        return EngineSettings(mode=self.mode, line_drafts=self.document_drafts).with_overrides(
             max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound)
 
     def model_key(self) -> tuple:

@@ -124,7 +124,7 @@ def test_a_healed_word_starts_with_a_token_that_continues_it(tiny_fim, engine):
     assert context.healed and prefix.endswith(context.healed)
     prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
     options = engine._generate_options(context, len(prompt), prefix)
-    generated = tiny_fim.model.generate(torch.tensor([prompt]), **options)
+    generated = tiny_fim.model.generate(torch.tensor([prompt]), **options).sequences
     assert tiny_fim.tokenizer.decode(generated[0, len(prompt) : len(prompt) + 1]).startswith(context.healed)
 
 
@@ -133,3 +133,31 @@ def test_cancelling_stops_generation_without_a_final_draft(engine):
     for draft in engine.complete(InfillRequest("x = [", "]\n", "python"), cancelled=lambda: bool(drafts)):
         drafts.append(draft)
     assert drafts and not any(d.final for d in drafts)
+
+
+def test_prompt_lookup_checks_draft_tokens_from_the_prompt_and_keeps_the_greedy_result(tiny_fim):
+    """With line drafts on, generate() guesses the tokens that followed the last ones earlier in the
+    prompt and checks them in one pass: fewer forward passes for a repeated line, the same text."""
+    line = "result = compute(alpha, beta, gamma)\n"
+    request = InfillRequest(line * 3 + "result = compute(al", "\n", "python")
+    plain = list(AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line", line_drafts=False))
+                 .complete(request))
+    looked_up = list(AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line")).complete(request))
+
+    assert looked_up[-1].text == plain[-1].text
+    assert looked_up[-1].step <= plain[-1].step
+    assert looked_up[-1].confidence == pytest.approx(plain[-1].confidence, abs=1e-6)
+
+
+def test_prompt_lookup_writes_a_repeated_line_in_fewer_passes_with_the_trained_baseline():
+    from diffusion_infill.bench.compare import BASELINE_MODEL
+    from diffusion_infill.engine.factory import load_any
+
+    loaded = load_any(str(BASELINE_MODEL))
+    line = "    self.assertEqual(parse_header(value), expected_header)\n"
+    request = InfillRequest("class T:\n  def test(self):\n" + line * 3 + "    self.assertEqual(pa", "\n", "python")
+    plain, looked_up = (list(AutoregressiveEngine(loaded, EngineSettings(mode="single-line", line_drafts=drafts))
+                             .complete(request))[-1] for drafts in (False, True))
+
+    assert looked_up.text == plain.text and plain.text.startswith("rse_header(value)")
+    assert looked_up.step < plain.step

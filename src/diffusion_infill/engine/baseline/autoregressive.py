@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, PrefixConstrainedLogitsProcessor
+from transformers import AutoModelForCausalLM, AutoTokenizer, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
 
 from diffusion_infill.engine.checkpoint import ModelLoadError
@@ -99,9 +99,10 @@ def load_fim(path: Path, device: str | None = None) -> FimModel:
 
 
 class TokenStreamer(BaseStreamer):
-    """Hands each generated token to `emit`; raises Cancelled between forward passes."""
+    """Hands the tokens each forward pass adds to `emit` (several when prompt lookup's draft is
+    accepted); raises Cancelled between forward passes."""
 
-    def __init__(self, emit: Callable[[int], None], cancelled: Callable[[], bool]):
+    def __init__(self, emit: Callable[[list[int]], None], cancelled: Callable[[], bool]):
         self.emit, self.cancelled = emit, cancelled
         self.prompt_seen = False
 
@@ -111,22 +112,13 @@ class TokenStreamer(BaseStreamer):
             return
         if self.cancelled():
             raise Cancelled
-        self.emit(int(value.reshape(-1)[0]))
+        self.emit(value.reshape(-1).tolist())
 
     def end(self) -> None:
         pass
 
 
-class ChosenLogprobs(LogitsProcessor):
-    """Keeps the log-probability of each greedy token: generate() appends custom processors
-    after its own, so the scores seen here are the ones the argmax is taken of."""
-
-    def __init__(self):
-        self.logprobs: list[float] = []
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
-        self.logprobs.append(float(torch.log_softmax(scores[0].float(), dim=-1).max()))
-        return scores
+PROMPT_LOOKUP_TOKENS = 10  # draft tokens checked per forward pass (transformers' prompt lookup decoding)
 
 
 class AutoregressiveEngine:
@@ -141,15 +133,20 @@ class AutoregressiveEngine:
     def _generate_options(self, context: EncodedContext, prompt_length: int, prefix: str) -> dict:
         ids, tokenizer = self.loaded.ids, self.loaded.tokenizer
         minimum = self.settings.min_insertion_tokens + bool(context.healed)
+        # The scores of the tokens kept (prompt lookup's rejected guesses are not among them) give the
+        # evidence of the confidence estimate.
         options = dict(max_new_tokens=(self.settings.max_gap_tokens or self.loaded.spec.max_middle) + 1,
                        min_new_tokens=minimum, do_sample=False, eos_token_id=ids.end, pad_token_id=ids.pad,
-                       suppress_tokens=self.suppressed)
+                       suppress_tokens=self.suppressed, output_scores=True, return_dict_in_generate=True)
+        if self.settings.line_drafts:
+            # prompt lookup (draft-token) decoding: the tokens that followed the last ones earlier in the
+            # prompt are checked in one forward pass and kept up to the first the model would not write
+            options["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
         if context.healed:
             allowed, everything = healing_candidates(tokenizer, context.healed), list(range(len(tokenizer)))
             first = PrefixConstrainedLogitsProcessor(
                 lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1)
             options["logits_processor"] = [first]
-        options["logits_processor"] = [*options.get("logits_processor", []), ChosenLogprobs()]
         if not self.settings.multi_line(prefix):
             options.update(stop_strings=["\n"], tokenizer=tokenizer)
         return options
@@ -164,27 +161,30 @@ class AutoregressiveEngine:
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
         options = self._generate_options(context, len(prompt), request.prefix)
-        chosen = options["logits_processor"][-1]
+        scores: list[torch.Tensor] = []
 
         def work(emit) -> None:
             with torch.no_grad():
-                self.loaded.model.generate(input_ids, streamer=TokenStreamer(emit, cancelled), **options)
+                out = self.loaded.model.generate(input_ids, streamer=TokenStreamer(emit, cancelled), **options)
+            scores.extend(out.scores)
 
         started = time.perf_counter()
         tokens: list[int] = []
         step, text, first_ms = 0, "", 0.0
-        for token in stream_from_thread(work, "fim-generate"):
+        for added in stream_from_thread(work, "fim-generate"):
             step += 1
             first_ms = first_ms or (time.perf_counter() - started) * 1000
-            if token != ids.end:  # END is the last token generate() hands out
-                tokens.append(token)
+            written = [token for token in added if token != ids.end]  # END is the last token generate() hands out
+            if written:
+                tokens += written
                 text = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
                 yield Draft(text, step, 0.0, final=False, prefill_ms=first_ms)
         if cancelled():
             return
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
-        found, confidence = assess(self.calibration, chosen.logprobs[: len(tokens) + 1], text, request.prefix,
+        logprobs = [float(torch.log_softmax(score[0].float(), dim=-1).max()) for score in scores]
+        found, confidence = assess(self.calibration, logprobs[: len(tokens) + 1], text, request.prefix,
                                    cut=text != full)
         yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence,
                     evidence=found)
