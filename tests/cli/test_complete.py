@@ -14,7 +14,7 @@ from diffusion_infill.cli.complete import Location, LocationError
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.drafts import InfillRequest
 
-JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown"}
+JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown", "source"}
 
 
 def test_json_output_is_one_object_on_the_last_line(console_script):
@@ -26,7 +26,9 @@ def test_json_output_is_one_object_on_the_last_line(console_script):
     assert isinstance(result["text"], str) and "\n" not in result["text"]  # mid-line: single-line by default
     assert result["steps"] >= 1
     assert all(isinstance(draft, str) for draft in result["drafts"])
-    assert result["steps"] <= len(result["drafts"]) <= result["steps"] + 1
+    # one draft per denoising step; a line copied from the code and judged is one draft, in a pass or two
+    assert 1 <= len(result["drafts"]) <= result["steps"] + 1
+    assert result["source"] in ("model", "revised")
     assert set(result["timings_ms"]) == {"prefill", "first_draft", "total"}
     assert 0 <= result["timings_ms"]["first_draft"] <= result["timings_ms"]["total"]
     assert result["valid"] is True

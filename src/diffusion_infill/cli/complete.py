@@ -89,6 +89,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             "valid": valid,
             "confidence": None if final.confidence is None else round(final.confidence, 4),
             "shown": shown,
+            "source": final.source,  # engine.drafts.SOURCES: the model's run, or a copied line it judged
         }
         print(json.dumps(result))
         return 0
