@@ -10,7 +10,8 @@ import time
 from dataclasses import asdict
 
 from diffusion_infill.engine import closure
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.completion import line_drafts
+from diffusion_infill.engine.drafts import REVISED, InfillRequest
 
 CLOSERS = ")]}\"'"
 
@@ -68,6 +69,8 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         # where the diffusion engine's denoising passes went (engine.completion.sampler.PassCounts); the
         # baseline's every pass writes a token and none follows its END
         "pass_counts": asdict(draft.passes) if draft.passes else None,
+        "source": draft.source,
+        "drafted": bool(line_drafts.candidates(request)),  # some line of the code could be copied here
         "prefill_ms": draft.prefill_ms,
         "first_draft_ms": first * 1000,
         "step_ms": [step * 1000 for step in steps],
@@ -103,6 +106,13 @@ def aggregate(rows: list[dict]) -> dict:
         "latency_ms_p50": percentile(totals, 0.5),
         "latency_ms_p95": percentile(totals, 0.95),
     }
+    drafted = [r for r in rows if r.get("drafted")]
+    if drafted:  # the cases where a line copied from the code exists: what judging it buys
+        result["where_a_draft_exists"] = {
+            "cases": len(drafted), "exact_match": sum(r["exact"] for r in drafted) / len(drafted),
+            "edit_similarity_mean": statistics.fmean(r["similarity"] for r in drafted),
+            "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in drafted),
+            "answered_with_a_judged_line": sum(r.get("source") == REVISED for r in drafted)}
     kinds = sorted({r["kind"] for r in rows})
     if len(kinds) > 1:
         result["by_kind"] = {kind: {"cases": len(subset), "exact_match": sum(r["exact"] for r in subset) / len(subset),
