@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 
-from diffusion_infill.engine.completion.sampler import DenoiseSettings
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 
 
 @dataclass(frozen=True)

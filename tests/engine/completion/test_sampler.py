@@ -13,9 +13,9 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
 )
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.infill import PrefixCache
 from diffusion_infill.engine.completion.sampler import (
-    DenoiseSettings,
     PassCounts,
     PassLog,
     SlotBan,
@@ -27,7 +27,6 @@ from diffusion_infill.engine.completion.sampler import (
     denoise,
     entropy_bound_accept,
     pin,
-    save_tuning,
 )
 
 # never stops early: random weights are far from confident, and nothing is below 0 entropy
@@ -504,27 +503,3 @@ def test_passes_after_the_insertion_is_final_are_counted_and_the_longest_unfinal
 
     counts = log.counts()
     assert counts.after_final == 2 and counts.unfinal_run == 2
-
-
-# Tuned per checkpoint
-
-
-def test_settings_left_to_the_checkpoint_take_its_sampler_json(tmp_path):
-    save_tuning(tmp_path, {"entropy_bound": 2.0, "stable_insertion": 3}, "test")
-
-    tuned = DenoiseSettings().for_checkpoint(tmp_path)
-    assert (tuned.entropy_bound, tuned.stable_insertion) == (2.0, 3)
-    chosen = DenoiseSettings(entropy_bound=0.1).for_checkpoint(tmp_path)
-    assert (chosen.entropy_bound, chosen.stable_insertion) == (0.1, 3)
-
-
-def test_a_checkpoint_without_a_readable_sampler_json_keeps_the_defaults(tmp_path):
-    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
-    (tmp_path / "sampler.json").write_text("{not json")
-    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
-    assert DenoiseSettings().for_checkpoint(None) == DenoiseSettings()
-
-
-def test_only_the_tuned_fields_are_saved(tmp_path):
-    with pytest.raises(ValueError, match="max_steps"):
-        save_tuning(tmp_path, {"max_steps": 3}, "test")

@@ -28,74 +28,20 @@ many steps (where the passes go, and what each rule saves: docs/performance.md).
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import LinearTemperatureScheduleLogitsProcessor
 
 from diffusion_infill.engine.completion.canvas import Canvas
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.tokens import SpecialIds
 
 PINNED = 1e4  # logit that makes a slot's distribution one-hot: zero entropy
-TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for it on tuning cases
-# for a checkpoint without sampler.json (and a setting left to it): transformers' schedule and stopping
-UNTUNED = {"entropy_bound": 0.5, "t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}
-
-
-@dataclass(frozen=True)
-class DenoiseSettings:
-    max_steps: int = 24  # upper bound on decoder forward passes
-    # None below: the checkpoint's value (sampler.json), else UNTUNED's
-    entropy_bound: float | None = None  # summed entropy of the slots accepted per step
-    # also accept every live slot whose top probability is at least this (Fast-dLLM: 0.9); 0: off
-    accept_probability: float = 0.0
-    t_min: float | None = None  # temperature at the last step
-    t_max: float | None = None  # temperature at the first step
-    stability_threshold: int = 1  # steps the argmax must stay unchanged to stop
-    # Mean entropy (nats per live slot) under which a stable canvas stops before every slot
-    # is revealed; what ends a mask-noise loop is usually the last masked slot revealed.
-    confidence_threshold: float = 0.05
-    # stop once the insertion up to END has been the same for this many steps, however unsure; 0: off
-    stable_insertion: int | None = None
-    # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
-    live_logits: bool = True
-
-    def for_checkpoint(self, directory: str | Path | None) -> DenoiseSettings:
-        """These settings with the checkpoint's tuned values where they are left to it (None)."""
-        tuned = load_tuning(directory)
-        return replace(self, **{k: v for k, v in tuned.items() if getattr(self, k) is None})
-
-    def resolved(self) -> DenoiseSettings:
-        """Every setting left to the checkpoint and not tuned for it at UNTUNED's value."""
-        return replace(self, **{k: v for k, v in UNTUNED.items() if getattr(self, k) is None})
-
-
-TUNED_FIELDS = tuple(UNTUNED)
-
-
-def load_tuning(directory: str | Path | None) -> dict:
-    """The checkpoint's tuned sampler settings (sampler.json); {} when it has none or an unreadable one."""
-    if directory is None:
-        return {}
-    try:
-        data = json.loads((Path(directory) / TUNING_FILE).read_text())
-        return {name: type(UNTUNED[name])(data[name]) for name in TUNED_FIELDS if name in data}
-    except (OSError, ValueError, TypeError):
-        return {}
-
-
-def save_tuning(directory: Path, values: dict, fitted_on: str) -> None:
-    """Writes sampler.json: the tuned values and what they were chosen on."""
-    unknown = set(values) - set(TUNED_FIELDS)
-    if unknown:
-        raise ValueError(f"not tuned per checkpoint: {', '.join(sorted(unknown))}")
-    (directory / TUNING_FILE).write_text(json.dumps({**values, "fitted_on": fitted_on}, indent=1) + "\n")
 
 
 @dataclass
