@@ -13,11 +13,14 @@ them gets no estimate, and the server then gates nothing.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+
+log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = "confidence.json"
 
@@ -80,7 +83,7 @@ class Calibration:
 
     @classmethod
     def load(cls, directory: str | Path | None) -> Calibration | None:
-        """The checkpoint's calibration; None when it has none (or an unreadable one)."""
+        """The checkpoint's calibration; None when it has none, or (with a warning) an unreadable one."""
         if directory is None:
             return None
         path = Path(directory) / CALIBRATION_FILE
@@ -88,9 +91,22 @@ class Calibration:
             data = json.loads(path.read_text())
             calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
                               str(data.get("fitted_on", "")), str(data.get("quiet_after", "")))
-        except (OSError, ValueError, KeyError, TypeError):
+        except FileNotFoundError:
             return None
-        return calibration if set(calibration.weights) <= set(features(evidence([], "", "", False))) else None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            _dropped(path, f"{type(error).__name__}: {error}")
+            return None
+        unknown = set(calibration.weights) - set(features(evidence([], "", "", False)))
+        if unknown:
+            _dropped(path, f"unknown features {', '.join(sorted(unknown))}")
+            return None
+        return calibration
+
+
+def _dropped(path: Path, reason: str) -> None:
+    # Without a word, the gate and the quiet characters would vanish and every completion be shown.
+    log.warning("ignoring %s (%s): completions get no confidence estimate, and its minConfidence threshold "
+                "and quietAfter characters are not used", path, reason)
 
 
 def assess(calibration: Calibration | None, logprobs: list[float], text: str, prefix: str,

@@ -5,8 +5,11 @@ settings modules and the command line can use them without importing torch or tr
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for it on tuning cases
 # for a checkpoint without sampler.json (and a setting left to it): transformers' schedule and stopping
@@ -45,14 +48,40 @@ TUNED_FIELDS = tuple(UNTUNED)
 
 
 def load_tuning(directory: str | Path | None) -> dict:
-    """The checkpoint's tuned sampler settings (sampler.json); {} when it has none or an unreadable one."""
+    """The checkpoint's tuned sampler settings (sampler.json); {} when it has none. What cannot be read
+    is dropped with a warning naming the file and the settings that fall back to UNTUNED's."""
     if directory is None:
         return {}
+    path = Path(directory) / TUNING_FILE
     try:
-        data = json.loads((Path(directory) / TUNING_FILE).read_text())
-        return {name: type(UNTUNED[name])(data[name]) for name in TUNED_FIELDS if name in data}
-    except (OSError, ValueError, TypeError):
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
         return {}
+    except (OSError, ValueError) as error:
+        log.warning("ignoring %s (%s): the sampler settings %s are not tuned for this checkpoint", path,
+                    f"{type(error).__name__}: {error}", ", ".join(TUNED_FIELDS))
+        return {}
+    if not isinstance(data, dict):
+        log.warning("ignoring %s (not a JSON object): the sampler settings %s are not tuned for this checkpoint",
+                    path, ", ".join(TUNED_FIELDS))
+        return {}
+    tuned, bad = {}, []
+    for name in TUNED_FIELDS:
+        if name in data:
+            try:
+                tuned[name] = _tuned_value(name, data[name])
+            except (TypeError, ValueError):
+                bad.append(f"{name}={data[name]!r}")
+    if bad:
+        log.warning("ignoring %s in %s: not tuned for this checkpoint", ", ".join(bad), path)
+    return tuned
+
+
+def _tuned_value(name: str, value: object) -> float | int:
+    kind = type(UNTUNED[name])
+    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and value != int(value)):
+        raise TypeError(f"{name} must be a number")
+    return kind(value)
 
 
 def save_tuning(directory: Path, values: dict, fitted_on: str) -> None:
