@@ -59,7 +59,7 @@ ABLATIONS = (
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
     # Above the live slots' mean entropy at the first step (about 3.7 nats): most slots accepted at once.
     Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
-    # issue 26's levers: Fast-dLLM's threshold beside the entropy bound, then alone (one slot a pass at least)
+    # Fast-dLLM's threshold beside the entropy bound, then alone (one slot a pass at least)
     Config("diffusion, accept above probability 0.9", "diffusion", {"accept_probability": 0.9}),
     Config("diffusion, probability 0.9 and one slot a pass", "diffusion",
            {"accept_probability": 0.9, "entropy_bound": 1e-9}),

@@ -141,7 +141,7 @@ def fit(rows: list[tuple[Evidence, bool]], l2: float = 1e-2, steps: int = 2000, 
                        round(intercept, 5), fitted_on=fitted_on)
 
 
-def passes(confidence: float | None, threshold: float) -> bool:
+def clears_gate(confidence: float | None, threshold: float) -> bool:
     """Whether a completion with this estimate is offered; one without an estimate always is."""
     return confidence is None or confidence >= threshold
 
