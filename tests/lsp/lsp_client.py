@@ -129,6 +129,13 @@ class Editor:
         return asyncio.wrap_future(sent)
 
 
+def final_of(client: LanguageClient, uri: str, version: int, position: types.Position) -> Any:
+    """The final draft of the run at `position` in that version of the document: exactly one."""
+    finals = [d for d in client.drafts.of(uri, version, position) if d.final]
+    assert len(finals) == 1, f"expected one final draft, got {finals}"
+    return finals[0]
+
+
 def send_raw(client: LanguageClient, method: str, params: Any, msg_id: int | str):
     """A request with arbitrary params: the typed client cannot even serialize malformed ones."""
     future = asyncio.get_running_loop().create_future()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from action_client import COMPLETE_TABLE, REGENERATE, action_capabilities, applied, code_actions, span, titled
 from commands import serve_command
-from lsp_client import Editor, apply, start, stop
+from lsp_client import Editor, apply, final_of, start, stop
 from lsprotocol import types
 from openai_servers import ScriptedServer
 from pygls.exceptions import JsonRpcException
@@ -29,8 +29,13 @@ CLOSURE_CASES = {
     "string": ("python", ".py", "greeting = 'hello, ", "\nprint(greeting)\n", "world' + (name"),
     "dict": ("python", ".py", "config = {'name': 'x', ", "\n", "'size': 2} | {'more"),
     "json object": ("json", ".json", '{\n  "name": "demo",\n  "version": ', "\n}\n", '"1.0", "tags": ["a"}'),
-    "markdown fence": ("markdown", ".md", "# Notes\n\n```python\nfor i in range(3):\n    ", "\n```\n\nMore text.\n",
-                       "print(i)\n```\n"),
+    "markdown fence": (
+        "markdown",
+        ".md",
+        "# Notes\n\n```python\nfor i in range(3):\n    ",
+        "\n```\n\nMore text.\n",
+        "print(i)\n```\n",
+    ),
     "auto-paired bracket": ("python", ".py", "values = [len(x) for x in items", ")]\n", " if x)] + [("),
 }
 REPLIES = {
@@ -55,8 +60,17 @@ async def scripted():
 
 @pytest.fixture(scope="module")
 async def session(scripted, tmp_path_factory):
-    options = {"diffusionInfill": {"engine": "openai", "url": scripted.url, "model": "scripted", "promptFormat": "fim",
-                                   "minConfidence": 0, "timeout": PATIENT, "invokedTimeout": PATIENT}}
+    options = {
+        "diffusionInfill": {
+            "engine": "openai",
+            "url": scripted.url,
+            "model": "scripted",
+            "promptFormat": "fim",
+            "minConfidence": 0,
+            "timeout": PATIENT,
+            "invokedTimeout": PATIENT,
+        }
+    }
     command = serve_command(None, tmp_path_factory.mktemp("telemetry") / "acceptance.json")
     client, _ = await start(command, action_capabilities(resolve=False, disabled=True), options)
     yield client
@@ -66,11 +80,6 @@ async def session(scripted, tmp_path_factory):
 @pytest.fixture
 def editor(session) -> Editor:
     return Editor(session)
-
-
-def final_of(session, uri: str, version: int, position: types.Position):
-    [final] = [d for d in session.drafts.of(uri, version, position) if d.final]
-    return final
 
 
 async def test_selected_completion_entry_is_extended(editor):

@@ -13,7 +13,7 @@ import json
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, apply, capabilities, send_raw, start, stop
+from lsp_client import Editor, apply, capabilities, final_of, send_raw, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -41,12 +41,6 @@ async def session(model_dir, tmp_path_factory):
 @pytest.fixture
 def editor(session) -> Editor:
     return Editor(session)
-
-
-def final_of(session, uri: str, version: int, position: types.Position):
-    finals = [d for d in session.drafts.of(uri, version, position) if d.final]
-    assert len(finals) == 1, f"expected one final draft, got {finals}"
-    return finals[0]
 
 
 def insertion(item: types.InlineCompletionItem, text: str, cursor_offset: int) -> str:

@@ -25,7 +25,8 @@ def test_a_checkpoint_without_sampler_json_keeps_the_defaults_silently(tmp_path,
 
 @pytest.mark.parametrize("content", ["{not json", "[0.5]", ""])
 def test_an_unreadable_sampler_json_keeps_the_defaults_with_a_warning_naming_the_file_and_the_settings(
-        tmp_path, caplog, content):
+    tmp_path, caplog, content
+):
     (tmp_path / "sampler.json").write_text(content)
     assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
     [record] = caplog.records

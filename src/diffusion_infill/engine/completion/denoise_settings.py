@@ -58,12 +58,19 @@ def load_tuning(directory: str | Path | None) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as error:
-        log.warning("ignoring %s (%s): the sampler settings %s are not tuned for this checkpoint", path,
-                    f"{type(error).__name__}: {error}", ", ".join(TUNED_FIELDS))
+        log.warning(
+            "ignoring %s (%s): the sampler settings %s are not tuned for this checkpoint",
+            path,
+            f"{type(error).__name__}: {error}",
+            ", ".join(TUNED_FIELDS),
+        )
         return {}
     if not isinstance(data, dict):
-        log.warning("ignoring %s (not a JSON object): the sampler settings %s are not tuned for this checkpoint",
-                    path, ", ".join(TUNED_FIELDS))
+        log.warning(
+            "ignoring %s (not a JSON object): the sampler settings %s are not tuned for this checkpoint",
+            path,
+            ", ".join(TUNED_FIELDS),
+        )
         return {}
     tuned, bad = {}, []
     for name in TUNED_FIELDS:
