@@ -1,6 +1,7 @@
 """Real servers for diffusion_infill.engine.remote.client's tests: `transformers serve` (an OpenAI-compatible server,
-extra `transformers[serving]`) on a free port, and a TCP peer that takes a request and never
-answers (what a hung server looks like from the client: timeouts and cancellation)."""
+extra `transformers[serving]`) on a free port, a TCP peer that takes a request and never
+answers (what a hung server looks like from the client: timeouts and cancellation), and a
+scripted server whose answers are a function of the prompt (deterministic protocol tests)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from diffusion_infill.engine.tokens import FIM_TOKENS
 
 START_TIMEOUT_S = 300  # importing torch and transformers on a busy 2-core machine
 
@@ -141,3 +146,65 @@ class SilentServer:
 
     def close(self) -> None:
         self.socket.close()
+
+
+Script = Callable[[str, str], str]  # (prefix, suffix) of a fill-in-the-middle prompt -> the middle to answer
+
+
+class ScriptedServer:
+    """An OpenAI-compatible server whose "model" is a function: each plain completion request's
+    fill-in-the-middle prompt is split into its prefix and suffix and answered with `script(prefix,
+    suffix)`, streamed a few characters a chunk. A deterministic engine for the protocol tests,
+    reached through the real remote engine (`--engine openai --prompt-format fim`)."""
+
+    CHUNK = 3  # characters per streamed piece: drafts arrive before the answer
+
+    def __init__(self, script: Script, fim_tokens: tuple[str, str, str] = FIM_TOKENS):
+        self.script, self.fim_tokens = script, fim_tokens
+        self.prompts: list[tuple[str, str]] = []  # every (prefix, suffix) asked, in arrival order
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def middle(self, prompt: str) -> str:
+        before, after, middle = self.fim_tokens
+        prefix, _, rest = prompt.removeprefix(before).partition(after)
+        suffix = rest.removesuffix(middle)
+        self.prompts.append((prefix, suffix))
+        return self.script(prefix, suffix)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path != "/v1/completions" or not body.get("stream"):
+                    self.send_error(404, "only streamed plain completions are scripted")
+                    return
+                text = server.middle(body["prompt"])
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for start in range(0, len(text), ScriptedServer.CHUNK):
+                    self._event({"id": "scripted", "object": "text_completion", "created": 0, "model": body["model"],
+                                 "choices": [{"index": 0, "text": text[start : start + ScriptedServer.CHUNK],
+                                              "finish_reason": None, "logprobs": None}]})
+                self.wfile.write(b"data: [DONE]\n\n")
+
+            def _event(self, data: dict) -> None:
+                self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+            def log_message(self, *args) -> None:  # the test output is not the place for an access log
+                pass
+
+        return Handler
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()

@@ -7,11 +7,12 @@ import difflib
 import json
 import statistics
 import subprocess
+import sys
 
 import pytest
 
 from diffusion_infill.bench.cases import build_cases
-from diffusion_infill.bench.compare import DIFFUSION, measure, ratios, table
+from diffusion_infill.bench.compare import DIFFUSION, baseline_problem, measure, ratios, table
 
 SLOW = pytest.mark.slow  # these read a `bench --quick` run: both models in fresh processes, a minute or more
 
@@ -157,3 +158,21 @@ def test_each_case_samples_from_its_own_seed(model_dir, baseline_dir):
 
     cases = build_cases(4, 777)
     assert texts([cases[3], *cases[1:]])[1:] == texts(cases)[1:]
+
+
+def test_bench_without_the_installed_baseline_says_where_to_get_it(tmp_path):
+    """A non-editable install has no src/diffusion_infill/bench/fim_model (pyproject leaves it out): the command
+    says, in one line and with exit 2, where the baseline comes from."""
+    missing = tmp_path / "fim_model"
+    probe = ("import sys; from pathlib import Path; import diffusion_infill.bench.compare as compare; "
+             f"compare.BASELINE_MODEL = Path({str(missing)!r}); "
+             "from diffusion_infill.cli.main import main; sys.exit(main(['bench', '--quick']))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert "not installed with the package" in line and "install.sh" in line and "--baseline" in line
+
+
+def test_another_missing_baseline_is_told_how_to_train_one(tmp_path):
+    problem = baseline_problem(tmp_path)
+    assert str(tmp_path) in problem and "train --objective fim" in problem

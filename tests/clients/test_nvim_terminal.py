@@ -48,7 +48,7 @@ end
 GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
 _files = itertools.count()
 # A last line being typed: `for line in li` is two lines up as `for line in lines)`, so the
-# document draft `nes)` is offered (its estimate, 0.58, passes the embedded model's gate)
+# document draft `nes)` is offered (its estimate, 0.58, clears the embedded model's gate)
 TYPING = "    count = sum(1 for line in li"
 TEXT = CODE + TYPING + "\n"
 DRAFTED = (TEXT.count("\n") - 1, len(TYPING))

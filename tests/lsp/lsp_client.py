@@ -14,6 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
+from diffusion_infill.lsp import pygls_internals
 from diffusion_infill.lsp.positions import Lines
 
 DRAFT = "infill/draft"
@@ -128,11 +129,18 @@ class Editor:
         return asyncio.wrap_future(sent)
 
 
+def final_of(client: LanguageClient, uri: str, version: int, position: types.Position) -> Any:
+    """The final draft of the run at `position` in that version of the document: exactly one."""
+    finals = [d for d in client.drafts.of(uri, version, position) if d.final]
+    assert len(finals) == 1, f"expected one final draft, got {finals}"
+    return finals[0]
+
+
 def send_raw(client: LanguageClient, method: str, params: Any, msg_id: int | str):
     """A request with arbitrary params: the typed client cannot even serialize malformed ones."""
     future = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures[msg_id] = _Bridge(future)  # resolved by pygls' response handling
-    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    pygls_internals.pending_requests(client.protocol)[msg_id] = _Bridge(future)  # resolved by pygls' response handling
+    pygls_internals.send_data(client.protocol, {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return future
 
 

@@ -1,11 +1,16 @@
 """The lsp modules import one another without a circle (type-only imports count too),
-and src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/."""
+src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and the settings modules
+import no model stack."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "diffusion_infill"
 
@@ -42,3 +47,13 @@ def test_engine_never_imports_lsp():
     offenders = {str(path.relative_to(PACKAGE)) for path in (PACKAGE / "engine").rglob("*.py")
                  if any(name == lsp or name.startswith(lsp + ".") for name in imported_modules(path))}
     assert offenders == set()
+
+
+@pytest.mark.parametrize("module", ["diffusion_infill.lsp.settings", "diffusion_infill.engine.settings"])
+def test_settings_modules_import_no_model_stack(module):
+    """Reading and checking settings (the server before its model loads, the command line's options)
+    does not pay for torch and transformers: a fresh interpreter imports the module and looks."""
+    heavy = ("torch", "transformers")
+    probe = f"import sys, {module}; print(sorted(name for name in {heavy!r} if name in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", f"importing {module} imported {loaded.strip()}"

@@ -1,8 +1,9 @@
 """End to end through the real server process on the embedded model (utf-16 positions).
 
 The embedded model is young, so nothing here asserts what it writes: only that answers
-come, drafts stream before them and end where they end, stale work is dropped, and no
-accepted item ever breaks the file's closure.
+come, drafts stream before them and end where they end, and stale work is dropped. What
+the server makes of an engine's answer (closure, selected entries, the columns it computes)
+is checked where the answer is known: test_lsp_scripted.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, apply, capabilities, send_raw, start, stop
+from lsp_client import Editor, apply, capabilities, final_of, send_raw, start, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -40,12 +41,6 @@ async def session(model_dir, tmp_path_factory):
 @pytest.fixture
 def editor(session) -> Editor:
     return Editor(session)
-
-
-def final_of(session, uri: str, version: int, position: types.Position):
-    finals = [d for d in session.drafts.of(uri, version, position) if d.final]
-    assert len(finals) == 1, f"expected one final draft, got {finals}"
-    return finals[0]
 
 
 def insertion(item: types.InlineCompletionItem, text: str, cursor_offset: int) -> str:
@@ -105,8 +100,8 @@ async def test_drafts_arrive_before_the_answer_and_converge_to_it(session, edito
 
 
 async def test_invoked_offers_distinct_items_for_cycling(session, editor):
-    """The trigger key's items are distinct samples: at most of ten held-out cursors there are two
-    to cycle through (the young model is sure of one completion at some cursors)."""
+    """The trigger key's items are distinct samples: at more than half of ten held-out cursors there
+    are two to cycle through (the young model is sure of one completion at some cursors)."""
     cycled = 0
     for case in held_out_line_cases(CYCLE_CASES, seed=CYCLE_SEED):
         text = case.prefix + case.suffix
@@ -121,45 +116,6 @@ async def test_invoked_offers_distinct_items_for_cycling(session, editor):
         assert (final.text == inserted[0]) if answer else final.text == ""
         cycled += len(answer) >= 2
     assert cycled > CYCLE_CASES // 2, f"two items to cycle through at {cycled} of {CYCLE_CASES} cursors"
-
-
-CLOSURE_CASES = {
-    "unclosed call": ("python", ".py", "result = compute(1, ", "\n"),
-    "string": ("python", ".py", "greeting = 'hello, ", "\nprint(greeting)\n"),
-    "dict": ("python", ".py", "config = {'name': 'x', ", "\n"),
-    "json object": ("json", ".json", '{\n  "name": "demo",\n  "version": ', "\n}\n"),
-    "markdown fence": ("markdown", ".md", "# Notes\n\n```python\nfor i in range(3):\n    ", "\n```\n\nMore text.\n"),
-    "auto-paired bracket": ("python", ".py", "values = [len(x) for x in items", ")]\n"),
-}
-
-
-@pytest.mark.parametrize("case", CLOSURE_CASES)
-async def test_no_item_breaks_closure(session, editor, case):
-    language, suffix_name, before, after = CLOSURE_CASES[case]
-    text = before + after
-    uri = editor.open(text, language, suffix_name)
-    position = editor.end_of(uri, before)
-    answer = await editor.request(uri, position, invoked=True)
-    for item in answer:
-        inserted = insertion(item, text, len(before))
-        assert closure.check(before, inserted, after, language).valid, f"{case}: {inserted!r} breaks closure"
-        closers = after.split("\n", 1)[0]
-        if closers and set(closers) <= set(")]}\"'`>"):
-            # The auto-paired closers are covered and written back once: never duplicated.
-            assert item.range.end == editor.end_of(uri, before + closers)
-            assert item.insert_text.endswith(closers)
-    final = final_of(session, uri, 1, position)
-    assert closure.check(before, final.text, after, language).valid
-
-
-async def test_selected_completion_entry_is_extended(session, editor):
-    text = "import os\nos.pa\n"
-    uri = editor.open(text)
-    start, end = types.Position(1, 3), types.Position(1, 5)
-    selected = types.SelectedCompletionInfo(range=types.Range(start, end), text="path")
-    answer = await editor.request(uri, end, selected=selected)
-    for item in answer:
-        assert item.insert_text.startswith("path") and item.range == types.Range(start, end)
 
 
 async def test_burst_of_typing_computes_only_the_latest_request(session, editor):
@@ -222,23 +178,6 @@ async def test_two_documents_at_once(session, editor):
     await asyncio.gather(editor.request(python, at_python), editor.request(data, at_data))
     final_of(session, python, 1, at_python)
     final_of(session, data, 1, at_data)
-
-
-async def test_utf16_positions_on_emoji_and_cjk(session, editor):
-    text = "label = '😀 中文 ' + \n"
-    uri = editor.open(text)
-    editor.insert(uri, types.Position(0, 11), "🎉漢")  # right after "😀": 9 + 2 units
-    assert editor.texts[uri] == "label = '😀🎉漢 中文 ' + \n"
-    inside_party = types.Position(0, 12)  # between the two units of 🎉: only wrong in utf-16
-    with pytest.raises(JsonRpcException) as error:
-        await editor.request(uri, inside_party)
-    assert error.value.code == INVALID_PARAMS
-    end = editor.end_of(uri, "' + ")
-    assert end.character == 22 == len("label = '😀🎉漢 中文 ' + ".encode("utf-16-le")) // 2
-    answer = await editor.request(uri, end)
-    assert all(item.range.start == end for item in answer)
-    final = final_of(session, uri, 2, end)
-    assert (final.position.line, final.position.character) == (0, 22)
 
 
 @pytest.mark.parametrize(("name", "params"), [

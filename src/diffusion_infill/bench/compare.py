@@ -32,7 +32,7 @@ from diffusion_infill.bench.cases import Case, build_cases, sources
 from diffusion_infill.bench.metrics import aggregate, request_of, run_case
 from diffusion_infill.cli.inputs import positive_int, probability
 
-BASELINE_MODEL = Path(__file__).parent / "fim_model"
+BASELINE_MODEL = Path(__file__).parent / "fim_model"  # in the source checkout only: not installed with the package
 CASE_SEED = 20261202
 TYPED_CHARACTERS = 2
 QUICK_CASES = 10
@@ -59,7 +59,7 @@ ABLATIONS = (
     Config("diffusion, entropy bound 2.0", "diffusion", {"entropy_bound": 2.0}),
     # Above the live slots' mean entropy at the first step (about 3.7 nats): most slots accepted at once.
     Config("diffusion, entropy bound 8.0", "diffusion", {"entropy_bound": 8.0}),
-    # issue 26's levers: Fast-dLLM's threshold beside the entropy bound, then alone (one slot a pass at least)
+    # Fast-dLLM's threshold beside the entropy bound, then alone (one slot a pass at least)
     Config("diffusion, accept above probability 0.9", "diffusion", {"accept_probability": 0.9}),
     Config("diffusion, probability 0.9 and one slot a pass", "diffusion",
            {"accept_probability": 0.9, "entropy_bound": 1e-9}),
@@ -255,6 +255,19 @@ def plot(report: dict, path: Path) -> None:
                     f"{report['date']}, {m['cpus']} CPUs, torch threads: {m['threads']}", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+
+
+def baseline_problem(baseline: Path) -> str | None:
+    """Why `baseline` cannot be benchmarked against, in one line; None when it has its spec file."""
+    from diffusion_infill.engine.baseline.autoregressive import SPEC_FILE
+
+    if (baseline / SPEC_FILE).is_file():
+        return None
+    if baseline == BASELINE_MODEL:
+        return ("the benchmark's baseline checkpoint is not installed with the package: run `bash install.sh` in a "
+                "checkout of the repository (src/diffusion_infill/bench/fim_model), or pass --baseline DIR")
+    return (f"no autoregressive baseline at {baseline} (missing {SPEC_FILE}); train one with "
+            "`diffusion-infill train --objective fim`")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ many of them kept no token before END, kept exactly one, re-decided a slot that 
 came after the insertion up to END was already the final one, or accepted only slots past
 the final END (diffusion_infill.engine.completion.sampler.PassCounts); then the totals.
 
-`--tune` re-derives the checkpoint's sampler.json (diffusion_infill.engine.completion.sampler.TUNED_FIELDS):
+`--tune` re-derives the checkpoint's sampler.json (diffusion_infill.engine.completion.denoise_settings.TUNED_FIELDS):
 the temperature schedule (SCHEDULES) and then the entropy bound (BOUNDS) with the fewest
 forward passes among those whose edit similarity and exact match are no lower than the
 untuned settings' (transformers' schedule, bound 0.5), then `stable_insertion`, the longest
@@ -69,7 +69,7 @@ def choose(runs: list[tuple[dict, dict]], reference: dict) -> tuple[dict, dict]:
 def tune(cases: int, case_seed: int, model: Path | None, threads: int, seed: int = 0) -> dict:
     """The checkpoint's sampler.json values, chosen on these cases (each run in its own process): the
     schedule at the untuned bound, then the bound with that schedule, then the stability."""
-    from diffusion_infill.engine.completion.sampler import UNTUNED
+    from diffusion_infill.engine.completion.denoise_settings import UNTUNED
 
     runs = []
 
@@ -101,7 +101,7 @@ def main() -> int:
     if args.case_seed == CASE_SEED:
         parser.error(f"--case-seed {CASE_SEED} is the reported cases' seed: tune and inspect on others")
     if args.tune:
-        from diffusion_infill.engine.completion.sampler import save_tuning
+        from diffusion_infill.engine.completion.denoise_settings import save_tuning
         from diffusion_infill.engine.loading import EMBEDDED_MODEL
 
         tuned = tune(args.cases, args.case_seed, args.model, args.threads, args.seed)

@@ -50,7 +50,8 @@ class Location:
 def run(engine, location: Location, text: str, as_json: bool, min_confidence: float = 0.0) -> int:
     """Completes `text` (the file's) at `location`; prints the drafts live on a terminal, and nothing
     when the completion's confidence is under `min_confidence` (as the server gates it)."""
-    from diffusion_infill.engine.completion.confidence import passes  # imports torch: only once the input is checked
+    # imports torch: only once the input is checked
+    from diffusion_infill.engine.completion.confidence import clears_gate
 
     prefix, suffix = location.split(text)
     language = closure.language_for_path(str(location.path))
@@ -76,7 +77,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
     valid = closure.check(prefix, final.text, suffix, language).valid
-    shown = passes(final.confidence, min_confidence)
+    shown = clears_gate(final.confidence, min_confidence)
     shown_text = final.text if shown else ""
 
     if as_json:

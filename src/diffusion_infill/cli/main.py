@@ -161,12 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from diffusion_infill.bench.compare import baseline_problem
     from diffusion_infill.bench.compare import main as bench_main
-    from diffusion_infill.engine.baseline.autoregressive import SPEC_FILE
 
-    if not (args.baseline / SPEC_FILE).is_file():
-        raise CliError(f"no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
-                       "`diffusion-infill train --objective fim`")
+    if problem := baseline_problem(args.baseline):
+        raise CliError(problem)
     return bench_main(args)  # limits torch threads itself, as the server does
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 
-from diffusion_infill.engine.completion.sampler import DenoiseSettings
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     max_gap_tokens: int | None = None  # slots for the insertion; None: what the model was trained with
     # A shorter first gap (a shorter canvas, a cheaper step) that grows to max_gap_tokens only when
-    # the model fills it without END; None: max_gap_tokens from the start. 16 of the embedded model's
-    # 24: an 8% cheaper step, edit similarity within noise of 24 on 60 tuning cases (0.18 to 0.22
-    # over seeds); 8 grows too often (5.7 passes against 4.3). docs/performance.md
+    # the model fills it without END; None: max_gap_tokens from the start. Most completions are short,
+    # so most never grow; a much shorter gap grows so often that it costs more passes than it saves
+    # (what 16 measured against 8, 12 and 24: docs/performance.md, "A canvas sized to the request").
     first_gap_tokens: int | None = 16
     mode: str = "auto"  # engine.drafts.MODES: "single-line", "multi-line", or "auto": multi-line on an empty line
     # One line wanted, mask noise: stop once the revealed slots hold a newline. Revealed slots keep
@@ -53,6 +53,6 @@ def default_threads() -> int:
     """Torch CPU threads for the server and the commands: half the cores, at least 1.
 
     The editor needs CPU too, and torch threads that outnumber free cores spin against each
-    other: on 2 busy cores the tiny model measured 33 ms per step on 1 thread, 570 ms on 2.
+    other, which on a busy machine makes a step many times slower (docs/performance.md, "Threads").
     """
     return max(1, (os.cpu_count() or 2) // 2)

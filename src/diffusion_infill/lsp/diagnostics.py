@@ -7,7 +7,7 @@ Markdown: the structure rules (diffusion_infill.engine.repair.markdown_rules). E
 (diffusion_infill.lsp.actions).
 
 Both look at the whole document: milliseconds for a small one, seconds for a large one
-(4.5 s for 9 MB of JSON). So `Publisher` computes them on a thread of their own, a
+(docs/reliability.md). So `Publisher` computes them on a thread of their own, a
 short while after the last edit of a burst, for a copy of that version, and publishes
 them only if the document still has that version; documents over `MAX_CHARS` get none.
 """

@@ -31,6 +31,8 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
+from diffusion_infill.lsp import pygls_internals as internals
+
 log = logging.getLogger(__name__)
 
 # Requests answered normally before `initialize` and after `shutdown`.
@@ -68,13 +70,13 @@ class InfillProtocol(LanguageServerProtocol):
         # A cancel for a request already answered is routine (editors cancel at every keystroke,
         # and the answer may be on its way): pygls logs it as a WARNING, which editors file as an
         # error (stderr).
-        if msg_id in self._request_futures:
+        if msg_id in internals.pending_requests(self):
             super()._handle_cancel_notification(msg_id)
 
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """An error response; unlike pygls' own, it keeps `"id": null` when the id is unknown."""
         error_object = {"code": error.code, "message": error.message}
-        self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": error_object})
+        internals.send_data(self, {"jsonrpc": self.VERSION, "id": msg_id, "error": error_object})
 
     def reply_parse_error(self, error: BaseException) -> None:
         """A message body that is not JSON (or not UTF-8): its id cannot be known."""
@@ -97,7 +99,7 @@ class InfillProtocol(LanguageServerProtocol):
             if "id" in data and method:  # a request: it must get a reply
                 reason = f"invalid params for {method}: {_reason(error)}"
                 log.warning("answering request %r with an error: %s", data["id"], reason)
-                self._send_response(data["id"], error=JsonRpcInvalidParams(reason).to_response_error())
+                internals.send_error(self, data["id"], JsonRpcInvalidParams(reason).to_response_error())
             else:  # a notification: nobody to answer, so the log is where it shows
                 log.warning("dropping %s with invalid params: %s", method or "a message", _reason(error))
             return None
@@ -112,33 +114,33 @@ class InfillProtocol(LanguageServerProtocol):
         if message is None:
             return
         method = getattr(message, "method", None)
-        if method == types.INITIALIZE and hasattr(message, "id") and self._workspace is not None:
+        if method == types.INITIALIZE and hasattr(message, "id") and internals.initialized(self):
             # The spec allows one initialize; pygls would run it again and reload the model.
-            self._send_response(message.id, error=JsonRpcInvalidRequest("initialize was already received")
-                                .to_response_error())
+            internals.send_error(self, message.id, JsonRpcInvalidRequest("initialize was already received")
+                                 .to_response_error())
             return
         if method is not None and hasattr(message, "id") and method not in _ALWAYS_ALLOWED:
-            if self._workspace is None:
+            if not internals.initialized(self):
                 error = JsonRpcServerNotInitialized(f"{method} before initialize")
-                self._send_response(message.id, error=error.to_response_error())
+                internals.send_error(self, message.id, error.to_response_error())
                 return
-            if self._shutdown:
+            if internals.shut_down(self):
                 error = JsonRpcInvalidRequest(f"{method} after shutdown")
-                self._send_response(message.id, error=error.to_response_error())
+                internals.send_error(self, message.id, error.to_response_error())
                 return
         super().handle_message(message)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+        if (handler := internals.user_feature(self, types.TEXT_DOCUMENT_DID_OPEN)) is not None:
             yield handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+        if (handler := internals.user_feature(self, types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+        if (handler := internals.user_feature(self, types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None

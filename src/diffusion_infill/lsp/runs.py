@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from lsprotocol.types import Position
 
-from diffusion_infill.engine.completion.confidence import passes
+from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.lsp.worker import EngineWorker, Job
@@ -130,7 +130,7 @@ class Runs:
         """A final answer with no run and no denoising step (Draft.step 0)."""
         self.invalidate(key.uri)
         final = _kept_draft(kept)
-        offered = [final] if passes(final.confidence, self._threshold(key)) else []
+        offered = [final] if clears_gate(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
         self._publish(key, position, final if offered else replace(final, text=""))
         return offered
@@ -176,7 +176,7 @@ class Runs:
         returns the completions offered (those the confidence threshold lets through)."""
         finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
-        offered = [draft for draft in finals if passes(draft.confidence, self._threshold(run.key))]
+        offered = [draft for draft in finals if clears_gate(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
             self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source))

@@ -170,7 +170,7 @@ def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Doc
 async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:
     """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
     trigger = TRIGGERS[params.context.trigger_kind]
-    # with -v, a user can tell whether the editor asks at all (issue 23: one editor never did)
+    # with -v, a user can tell whether the editor asks at all: some editors never send this request
     log.debug("inlineCompletion %s %d:%d %s", params.text_document.uri, params.position.line,
               params.position.character, trigger)
     document, cursor, selected = _locate(ls, params)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,13 +32,27 @@ class Counts:
     accepted: int = 0  # items the user accepted
     by_trigger: dict[str, dict[str, int]] = field(default_factory=dict)  # "invoked"/"automatic" -> the three above
 
+    def add(self, trigger: str, name: str, amount: int) -> None:
+        setattr(self, name, getattr(self, name) + amount)
+        per_trigger = self.by_trigger.setdefault(trigger, {"requests": 0, "items": 0, "accepted": 0})
+        per_trigger[name] = per_trigger.get(name, 0) + amount
+
+    def plus(self, other: Counts) -> Counts:
+        total = Counts(**json.loads(json.dumps(asdict(self))))  # a deep copy
+        for trigger, counts in other.by_trigger.items():
+            for name, amount in counts.items():
+                total.add(trigger, name, amount)
+        return total
+
 
 class Telemetry:
-    """Counts offered and accepted completions; saves them after every change."""
+    """Counts offered and accepted completions. Every change is added to the file's counts, not
+    written over them: each editor window runs its own server on the same file."""
 
     def __init__(self, path: Path | None):
         self.path = path  # None: count in memory only
-        self.counts = self._read()
+        self.counts = self._read()  # the file's counts as of the last save, with this server's since
+        self.unsaved = Counts()  # this server's changes the file does not have yet
 
     def _read(self) -> Counts:
         if self.path is None or not self.path.exists():
@@ -49,9 +64,8 @@ class Telemetry:
             return Counts()
 
     def _bump(self, trigger: str, name: str, amount: int) -> None:
-        setattr(self.counts, name, getattr(self.counts, name) + amount)
-        per_trigger = self.counts.by_trigger.setdefault(trigger, {"requests": 0, "items": 0, "accepted": 0})
-        per_trigger[name] = per_trigger.get(name, 0) + amount
+        self.counts.add(trigger, name, amount)
+        self.unsaved.add(trigger, name, amount)
 
     def offered(self, trigger: str, items: int) -> None:
         if items:
@@ -64,16 +78,59 @@ class Telemetry:
         self._save()
 
     def _save(self) -> None:
+        """Adds the unsaved changes to the file's counts; if another server holds the file, they wait
+        for the next change."""
         if self.path is None:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Written aside and renamed, so a reader never sees half a file.
-            temporary = self.path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(asdict(self.counts), indent=1), encoding="utf-8")
-            temporary.replace(self.path)
+            with _Lock(self.path.with_name(self.path.name + ".lock")) as locked:
+                if not locked:
+                    return
+                merged = self._read().plus(self.unsaved)
+                # Written aside and renamed, so a reader never sees half a file.
+                temporary = self.path.with_name(self.path.name + ".tmp")
+                temporary.write_text(json.dumps(asdict(merged), indent=1), encoding="utf-8")
+                temporary.replace(self.path)
         except OSError as error:
             log.warning("could not save acceptance counts to %s: %s", self.path, error)
+            return
+        self.counts, self.unsaved = merged, Counts()
+
+
+class _Lock:
+    """A lock file made with O_EXCL (portable, unlike fcntl): held for one read-add-write, so a
+    lock older than STALE_S was left by a server that died holding it."""
+
+    WAIT_S, POLL_S, STALE_S = 0.2, 0.005, 10.0
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.held = False
+
+    def __enter__(self) -> bool:
+        deadline = time.monotonic() + self.WAIT_S
+        while True:
+            try:
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                self.held = True
+                return True
+            except FileExistsError:
+                self._break_if_stale()
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(self.POLL_S)  # held for a read and a write: microseconds
+
+    def _break_if_stale(self) -> None:
+        try:
+            if time.time() - self.path.stat().st_mtime > self.STALE_S:
+                self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def __exit__(self, *exc) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
 
 
 def accept_command(trigger: str) -> Command:

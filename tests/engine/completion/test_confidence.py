@@ -3,11 +3,13 @@ it, and the gate the server applies."""
 
 from __future__ import annotations
 
+import logging
 import random
 
+import pytest
 import torch
 
-from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, evidence, fit, passes
+from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, clears_gate, evidence, fit
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
@@ -43,13 +45,32 @@ def test_a_calibration_is_saved_beside_the_checkpoint_and_loaded_back(tmp_path):
 def test_a_calibration_without_quiet_characters_has_none(tmp_path):
     (tmp_path / "confidence.json").write_text('{"weights": {}, "intercept": 0.0, "threshold": 0.3}')
     assert Calibration.load(tmp_path).quiet_after == ""
-    assert Calibration.load(tmp_path / "missing") is None
-    (tmp_path / "confidence.json").write_text('{"weights": {"colour": 1}, "intercept": 0}')
-    assert Calibration.load(tmp_path) is None  # a feature it does not know: no estimate rather than a wrong one
+
+
+def test_no_calibration_is_silent(tmp_path, caplog):
+    assert Calibration.load(tmp_path / "missing") is None and Calibration.load(None) is None
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    ("{not json", "JSONDecodeError"),
+    ('{"intercept": 0}', "KeyError: 'weights'"),
+    ('[1, 2]', "TypeError"),
+    ('{"weights": {"colour": 1}, "intercept": 0}', "unknown features colour"),  # no estimate rather than a wrong one
+])
+def test_a_corrupt_calibration_is_dropped_with_a_warning_naming_the_file_and_what_goes(tmp_path, caplog, content,
+                                                                                      reason):
+    (tmp_path / "confidence.json").write_text(content)
+    assert Calibration.load(tmp_path) is None
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert str(tmp_path / "confidence.json") in message and reason in message
+    assert "minConfidence threshold" in message and "quietAfter" in message
 
 
 def test_the_gate_lets_through_what_has_no_estimate():
-    assert passes(None, 0.9) and passes(0.9, 0.9) and not passes(0.3, 0.5)
+    assert clears_gate(None, 0.9) and clears_gate(0.9, 0.9) and not clears_gate(0.3, 0.5)
 
 
 def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():

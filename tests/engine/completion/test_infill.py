@@ -8,9 +8,9 @@ import torch
 
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings, save_tuning
 from diffusion_infill.engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache
 from diffusion_infill.engine.completion.prefix import encode_context
-from diffusion_infill.engine.completion.sampler import DenoiseSettings, save_tuning
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
 

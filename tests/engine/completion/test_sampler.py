@@ -6,18 +6,27 @@ from dataclasses import replace
 import pytest
 import torch
 from transformers import LogitsProcessor
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    EntropyBoundSampler,
+    EntropyBoundSamplerConfig,
+    StableAndConfidentStoppingCriteria,
+)
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.infill import PrefixCache
 from diffusion_infill.engine.completion.sampler import (
-    DenoiseSettings,
     PassCounts,
     PassLog,
     SlotBan,
     SlotVocabulary,
     Step,
+    _entropy,
+    _finished,
+    _Stability,
     denoise,
-    save_tuning,
+    entropy_bound_accept,
+    pin,
 )
 
 # never stops early: random weights are far from confident, and nothing is below 0 entropy
@@ -228,14 +237,8 @@ def test_slots_at_least_accept_probability_likely_are_accepted_together(model, c
 
 @pytest.mark.parametrize("seed", range(50))
 def test_entropy_bound_acceptance_is_transformers_accept_canvas_on_the_whole_canvas(seed):
-    """Packing the live slots changes nothing: pinned slots have zero entropy."""
-    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-        EntropyBoundSampler,
-        EntropyBoundSamplerConfig,
-    )
-
-    from diffusion_infill.engine.completion.sampler import entropy_bound_accept, pin
-
+    """The rule applied to the entropy the loop computes once, on the live slots, picks what the
+    library's entry point picks from the logits of the whole canvas (pinned slots: zero entropy)."""
     generator = torch.Generator().manual_seed(seed)
     rows, length, vocab = 3, 10, 50
     logits = torch.randn(rows, length, vocab, generator=generator) * 3
@@ -246,7 +249,33 @@ def test_entropy_bound_acceptance_is_transformers_accept_canvas_on_the_whole_can
     whole = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=bound), length, vocab, 1)
     whole.accept_canvas(canvas, canvas, pinned, cur_step=1)
 
-    assert torch.equal(entropy_bound_accept(pinned, live, bound), whole.accepted_token_mask & live)
+    assert torch.equal(entropy_bound_accept(_entropy(pinned, live), live, bound), whole.accepted_token_mask & live)
+
+
+@pytest.mark.parametrize("stability_threshold", [0, 1, 2])
+@pytest.mark.parametrize("seed", range(20))
+def test_stopping_is_transformers_stable_and_confident_on_the_live_slots(seed, stability_threshold):
+    """Step after step on random canvases, the loop's stopping rule (`_Stability` and `_finished`, on the
+    entropy computed once) stops exactly where `StableAndConfidentStoppingCriteria` stops when given
+    the live slots' logits: its confidence is the mean over the slots it is given."""
+    generator = torch.Generator().manual_seed(seed)
+    rows, length, vocab, width, steps = 4, 12, 30, 5, 8
+    settings = DenoiseSettings(stability_threshold=stability_threshold, confidence_threshold=0.5)
+    local, library = _Stability(stability_threshold), StableAndConfidentStoppingCriteria(stability_threshold, 0.5)
+    argmax = torch.randint(0, vocab, (rows, length), generator=generator)
+    stopped = 0
+    for _ in range(steps):
+        changed = torch.rand(rows, 1, generator=generator) < 0.3  # some rows keep their argmax
+        argmax = torch.where(changed, torch.randint(0, vocab, (rows, length), generator=generator), argmax)
+        live = torch.rand(rows, length, generator=generator).argsort(dim=-1) < width  # `width` live slots a row
+        sharpness = torch.rand(rows, 1, 1, generator=generator) * 12  # some rows confident, some not
+        logits = torch.randn(rows, length, vocab, generator=generator) * sharpness
+        pinned = pin(logits, ~live, argmax)
+        ours = _finished(settings, local(argmax), _entropy(pinned, live), live.sum(dim=-1))
+        theirs = library(argmax, logits[live].view(rows, width, vocab))
+        assert torch.equal(ours, theirs)
+        stopped += int(ours.sum())
+    assert stopped or stability_threshold == 2, "no row ever stopped: the case checks nothing"
 
 
 # Live and pinned slots
@@ -474,27 +503,3 @@ def test_passes_after_the_insertion_is_final_are_counted_and_the_longest_unfinal
 
     counts = log.counts()
     assert counts.after_final == 2 and counts.unfinal_run == 2
-
-
-# Tuned per checkpoint
-
-
-def test_settings_left_to_the_checkpoint_take_its_sampler_json(tmp_path):
-    save_tuning(tmp_path, {"entropy_bound": 2.0, "stable_insertion": 3}, "test")
-
-    tuned = DenoiseSettings().for_checkpoint(tmp_path)
-    assert (tuned.entropy_bound, tuned.stable_insertion) == (2.0, 3)
-    chosen = DenoiseSettings(entropy_bound=0.1).for_checkpoint(tmp_path)
-    assert (chosen.entropy_bound, chosen.stable_insertion) == (0.1, 3)
-
-
-def test_a_checkpoint_without_a_readable_sampler_json_keeps_the_defaults(tmp_path):
-    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
-    (tmp_path / "sampler.json").write_text("{not json")
-    assert DenoiseSettings().for_checkpoint(tmp_path) == DenoiseSettings()
-    assert DenoiseSettings().for_checkpoint(None) == DenoiseSettings()
-
-
-def test_only_the_tuned_fields_are_saved(tmp_path):
-    with pytest.raises(ValueError, match="max_steps"):
-        save_tuning(tmp_path, {"max_steps": 3}, "test")

@@ -13,11 +13,14 @@ them gets no estimate, and the server then gates nothing.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+
+log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = "confidence.json"
 
@@ -85,7 +88,7 @@ class Calibration:
     def load(cls, directory: str | Path | None, file: str = CALIBRATION_FILE,
              names: frozenset[str] | None = None) -> Calibration | None:
         """The checkpoint's calibration (`file`, whose features are `names`: a completion's by
-        default); None when it has none (or an unreadable one)."""
+        default); None when it has none, or (with a warning) an unreadable one."""
         if directory is None:
             return None
         path = Path(directory) / file
@@ -93,10 +96,23 @@ class Calibration:
             data = json.loads(path.read_text())
             calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
                               str(data.get("fitted_on", "")), str(data.get("quiet_after", "")))
-        except (OSError, ValueError, KeyError, TypeError):
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            _dropped(path, f"{type(error).__name__}: {error}")
             return None
         known = names if names is not None else set(features(evidence([], "", "", False)))
-        return calibration if set(calibration.weights) <= known else None
+        unknown = set(calibration.weights) - known
+        if unknown:
+            _dropped(path, f"unknown features {', '.join(sorted(unknown))}")
+            return None
+        return calibration
+
+
+def _dropped(path: Path, reason: str) -> None:
+    # Without a word, the gate and the quiet characters would vanish and every completion be shown.
+    log.warning("ignoring %s (%s): completions get no confidence estimate, and its minConfidence threshold "
+                "and quietAfter characters are not used", path, reason)
 
 
 def assess(calibration: Calibration | None, logprobs: list[float], text: str, prefix: str,
@@ -137,7 +153,7 @@ def fit_values(rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, step
                        round(intercept, 5), fitted_on=fitted_on)
 
 
-def passes(confidence: float | None, threshold: float) -> bool:
+def clears_gate(confidence: float | None, threshold: float) -> bool:
     """Whether a completion with this estimate is offered; one without an estimate always is."""
     return confidence is None or confidence >= threshold
 

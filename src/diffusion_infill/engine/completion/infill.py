@@ -68,7 +68,7 @@ class InfillEngine:
             raise ValueError(f"{problem}; use diffusion_infill.engine.completion.instruct")
         self.loaded = loaded
         settings = settings or EngineSettings()
-        # the entropy bound and stability left to the checkpoint: its sampler.json (bench/tune_sampler.py)
+        # the settings left to the checkpoint: its sampler.json (diffusion_infill.bench.passes --tune)
         self.settings = replace(settings, denoise=settings.denoise.for_checkpoint(loaded.source))
         self.prefix_cache = PrefixCache()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate

@@ -10,94 +10,38 @@ slots (gap slots not pinned: not clamped, not past END, and with mask noise not 
 earlier); the others are *pinned*, one-hot in the logits so they spend no entropy. Both
 are carried in each Step, never inferred from logit sizes.
 
-Acceptance is transformers' `EntropyBoundSampler.accept_canvas` on the live slots, and,
-where `accept_probability` is set, also every live slot whose most likely token is at least
-that likely (Fast-dLLM, arXiv:2505.22618). The noise kind decides the rest (`MaskNoise`,
+Acceptance is the rule of transformers' `EntropyBoundSampler.accept_canvas`, applied to the
+entropy computed once a step on the live slots (the library's entry point would compute it
+again from the logits; a test pins the two together), and, where `accept_probability` is
+set, also every live slot whose most likely token is at least that likely (Fast-dLLM,
+arXiv:2505.22618). The noise kind decides the rest (`MaskNoise`,
 `UniformNoise`): with mask noise a revealed slot keeps its token (as in LLaDA and MaskGIT)
 and the loop ends when no slot before END is masked; transformers' uniform noise re-decides
 every slot at every step, which suits DiffusionGemma, where the model is trained to predict
 every slot. A mask-noise model is trained on the masked slots alone, so what it predicts for
 a revealed slot is untrained, and re-deciding those slots undid what earlier steps (and a
 warm start) had settled. Stopping: transformers' stable-and-confident rule, computed from
-one entropy per live slot, and, where `stable_insertion` is set, as soon as the insertion up
-to END has not changed for that many steps (where the passes go, and what each rule saves:
-docs/performance.md).
+the same entropy, its mean over the live slots (pinned to the library by a test too), and,
+where `stable_insertion` is set, as soon as the insertion up to END has not changed for that
+many steps (where the passes go, and what each rule saves: docs/performance.md).
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    EntropyBoundSampler,
-    EntropyBoundSamplerConfig,
-    LinearTemperatureScheduleLogitsProcessor,
-)
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import LinearTemperatureScheduleLogitsProcessor
 
 from diffusion_infill.engine.completion.canvas import Canvas
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.tokens import SpecialIds
 
 PINNED = 1e4  # logit that makes a slot's distribution one-hot: zero entropy
-TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for it on tuning cases
-# for a checkpoint without sampler.json (and a setting left to it): transformers' schedule and stopping
-UNTUNED = {"entropy_bound": 0.5, "t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}
-
-
-@dataclass(frozen=True)
-class DenoiseSettings:
-    max_steps: int = 24  # upper bound on decoder forward passes
-    # None below: the checkpoint's value (sampler.json), else UNTUNED's
-    entropy_bound: float | None = None  # summed entropy of the slots accepted per step
-    # also accept every live slot whose top probability is at least this (Fast-dLLM: 0.9); 0: off
-    accept_probability: float = 0.0
-    t_min: float | None = None  # temperature at the last step
-    t_max: float | None = None  # temperature at the first step
-    stability_threshold: int = 1  # steps the argmax must stay unchanged to stop
-    # Mean entropy (nats per live slot) under which a stable canvas stops before every slot
-    # is revealed; what ends a mask-noise loop is usually the last masked slot revealed.
-    confidence_threshold: float = 0.05
-    # stop once the insertion up to END has been the same for this many steps, however unsure; 0: off
-    stable_insertion: int | None = None
-    # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
-    live_logits: bool = True
-
-    def for_checkpoint(self, directory: str | Path | None) -> DenoiseSettings:
-        """These settings with the checkpoint's tuned values where they are left to it (None)."""
-        tuned = load_tuning(directory)
-        return replace(self, **{k: v for k, v in tuned.items() if getattr(self, k) is None})
-
-    def resolved(self) -> DenoiseSettings:
-        """Every setting left to the checkpoint and not tuned for it at UNTUNED's value."""
-        return replace(self, **{k: v for k, v in UNTUNED.items() if getattr(self, k) is None})
-
-
-TUNED_FIELDS = tuple(UNTUNED)
-
-
-def load_tuning(directory: str | Path | None) -> dict:
-    """The checkpoint's tuned sampler settings (sampler.json); {} when it has none or an unreadable one."""
-    if directory is None:
-        return {}
-    try:
-        data = json.loads((Path(directory) / TUNING_FILE).read_text())
-        return {name: type(UNTUNED[name])(data[name]) for name in TUNED_FIELDS if name in data}
-    except (OSError, ValueError, TypeError):
-        return {}
-
-
-def save_tuning(directory: Path, values: dict, fitted_on: str) -> None:
-    """Writes sampler.json: the tuned values and what they were chosen on."""
-    unknown = set(values) - set(TUNED_FIELDS)
-    if unknown:
-        raise ValueError(f"not tuned per checkpoint: {', '.join(sorted(unknown))}")
-    (directory / TUNING_FILE).write_text(json.dumps({**values, "fitted_on": fitted_on}, indent=1) + "\n")
 
 
 @dataclass
@@ -312,39 +256,35 @@ def _entropy(logits: torch.Tensor, live: torch.BoolTensor | None) -> torch.Tenso
     return entropy
 
 
-def entropy_bound_accept(logits: torch.Tensor, live: torch.BoolTensor, bound: float) -> torch.BoolTensor:
+def entropy_bound_accept(entropy: torch.Tensor, live: torch.BoolTensor, bound: float) -> torch.BoolTensor:
     """The live slots transformers' `EntropyBoundSampler.accept_canvas` accepts (arXiv:2505.24857): the
     lowest-entropy slots whose summed entropy less the largest stays within `bound`, so at least one.
 
-    `logits` are pinned (one-hot) outside `live`. It runs on each row's live slots packed to the
-    front, a row with fewer padded with its pinned slots: those have zero entropy, so the rule picks
-    the same live slots as on the whole canvas, without an entropy over every pinned slot's vocabulary."""
-    rows, length, vocab = logits.shape
-    width = int(live.sum(dim=-1).max())
-    if width == 0:
-        return torch.zeros_like(live)
-    order = torch.argsort((~live).int(), dim=-1, stable=True)[:, :width]  # live slots first, in canvas order
-    packed_live = live.gather(-1, order)
-    packed = logits.gather(1, order.unsqueeze(-1).expand(rows, width, vocab))  # rows with fewer: pinned ones too
-    sampler = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=float(bound)), width, vocab, 1)
-    sampler.accept_canvas(order, order, packed, cur_step=1)  # only its mask is read
-    accepted = sampler.accepted_token_mask & packed_live
-    return torch.zeros_like(live).scatter(-1, order, accepted)
+    `entropy` is per slot (rows, canvas), zero outside `live` (pinned slots are one-hot). The library's
+    entry point takes logits and computes this entropy itself, which the stopping rule and the draft's
+    evidence need too: its rule is applied here to the entropy computed once a step, and
+    tests/engine/completion/test_sampler.py pins it to `accept_canvas` on random canvases."""
+    entropy = torch.where(live, entropy, 0.0)
+    ascending, order = torch.sort(entropy, dim=-1)
+    within = torch.cumsum(ascending, dim=-1) - ascending <= bound  # the sorted entropy is the running maximum
+    return torch.zeros_like(live).scatter(-1, order, within) & live
 
 
-def accept(logits: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor,
+def accept(entropy: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor,
            settings: DenoiseSettings) -> torch.BoolTensor:
     """Live slots kept this step: the entropy bound's, and those at least `accept_probability` likely."""
-    accepted = entropy_bound_accept(logits, live, settings.entropy_bound)
+    accepted = entropy_bound_accept(entropy, live, settings.entropy_bound)
     if settings.accept_probability > 0:
         accepted |= live & (top >= settings.accept_probability)
     return accepted
 
 
 class _Stability:
-    """Whether each row's argmax is the one of the last `steps` steps (0: always), the stability
-    half of transformers' `StableAndConfidentStoppingCriteria`; its confidence half takes the mean
-    entropy over the whole canvas, here over the live slots (`denoise`)."""
+    """Whether each row's argmax is the one of the last `steps` steps (0: always): the stability half
+    of transformers' `StableAndConfidentStoppingCriteria`, also used on the draft's insertion alone
+    (`stable_insertion`). The library's entry point takes the logits and computes the entropy over
+    every slot's vocabulary a second time; `_finished` takes the entropy computed once on the live
+    slots, and tests/engine/completion/test_sampler.py pins the two to the library on random canvases."""
 
     def __init__(self, steps: int):
         self.history: deque[torch.LongTensor] = deque(maxlen=steps)
@@ -415,7 +355,7 @@ def denoise(
     offset = cache.get_seq_length()
     positions = torch.arange(offset, offset + shape[1], device=device).unsqueeze(0)
 
-    for done, cur_step in enumerate(reversed(range(1, settings.max_steps + 1)), start=1):
+    for passes, cur_step in enumerate(reversed(range(1, settings.max_steps + 1)), start=1):
         if cancelled():
             return
         hidden = model.model.decoder(decoder_input_ids=current, cache=cache, self_conditioning_logits=self_conditioning,
@@ -433,7 +373,7 @@ def denoise(
 
         sampled, top = _sample(logits, argmax, live, generator)
         entropy = _entropy(logits, live if settings.live_logits else None)
-        accepted = accept(logits, top, live, settings)
+        accepted = accept(entropy, top, live, settings)
         before = current
         current = noise_kind.accept(torch.where(live, sampled, argmax), accepted | ~live)
         current = torch.where(layout.known, layout.tokens, current)
@@ -450,7 +390,7 @@ def denoise(
         revealed = accepted & ~past_end
         redecided = (carried & (current != before)).sum(dim=-1)
         carried = (held | accepted) & layout.gap_mask & ~past_end
-        yield Step(done, argmax, current, logits, entropy.sum(dim=-1) / live_count, finished, live, accepted,
+        yield Step(passes, argmax, current, logits, entropy.sum(dim=-1) / live_count, finished, live, accepted,
                    revealed.sum(dim=-1), redecided)
         if finished.all():
             return
@@ -459,6 +399,7 @@ def denoise(
 def _finished(settings: DenoiseSettings, stable: torch.BoolTensor, entropy: torch.Tensor,
               live_count: torch.Tensor) -> torch.BoolTensor:
     """Stable and confident: the mean entropy over the live slots under the threshold (pinned slots
-    count as zero in the mean over the canvas, hence the scaled threshold)."""
+    count as zero in the mean over the canvas, hence the scaled threshold). transformers' rule takes the
+    mean over the whole canvas, which with few live slots left would stop on pinned slots' certainty."""
     length = entropy.shape[-1]
     return stable & (entropy.mean(dim=-1) < settings.confidence_threshold * live_count / length)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion import typed_along
-from diffusion_infill.engine.completion.confidence import passes
+from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.drafts import MODEL, TYPED_ALONG, InfillRequest
 
 CACHE_SIZE = 32  # contexts kept, across documents
@@ -51,7 +51,7 @@ class SuggestionCache:
 
     def lookup(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The completion kept for this very context (shown or not: it is the engine's answer), else the
-        rest of the latest kept completion that passes `threshold` and that the user has typed along
+        rest of the latest kept completion that clears `threshold` and that the user has typed along
         since; None when neither exists."""
         exact = self._entries.get((request.prefix, request.suffix, request.language))
         if exact is not None:
@@ -59,10 +59,10 @@ class SuggestionCache:
         return self.typed_along(request, threshold)
 
     def typed_along(self, request: InfillRequest, threshold: float | None = None) -> Suggestion | None:
-        """The rest of the latest kept completion typed along at `request` that passes `threshold`
+        """The rest of the latest kept completion typed along at `request` that clears `threshold`
         (None: shown or not, as a warm start wants it)."""
         for context, kept in reversed(self._entries.items()):
-            if threshold is not None and not passes(kept.confidence, threshold):
+            if threshold is not None and not clears_gate(kept.confidence, threshold):
                 continue
             if (left := typed_along.rest(_request(context), kept.text, request)) is not None:
                 return Suggestion(left, kept.confidence, TYPED_ALONG)

@@ -7,7 +7,7 @@ In order, for a request:
    completion kept for it; a shown suggestion typed along (diffusion_infill.engine.completion.typed_along)
    gets its rest;
 2. the document's draft (diffusion_infill.engine.completion.document_drafts), for a single-item request that may
-   have one, when its estimate passes the threshold and the model is calibrated: only then do
+   have one, when its estimate clears the threshold and the model is calibrated: only then do
    the model's completions have estimates on the same scale, and an uncalibrated model (a real
    DiffusionGemma, a server's model) is taken to know better than a repetition;
 3. a quiet request (as-you-type, right after a character that rarely starts an accepted
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion import document_drafts, triggers
-from diffusion_infill.engine.completion.confidence import passes
+from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from diffusion_infill.engine.drafts import DOCUMENT, InfillRequest
 
@@ -77,12 +77,12 @@ class WithoutRun:
         return asked.automatic and asked.document_drafts and asked.calibrated
 
     def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
-        """The document's draft at the cursor when its estimate passes `threshold`, kept for typing along."""
+        """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""
         draft = document_drafts.offer(request)
         if draft is None:
             return None
         found = Suggestion(draft.text, document_drafts.estimate(draft, request.prefix), DOCUMENT)
-        if not passes(found.confidence, threshold):
+        if not clears_gate(found.confidence, threshold):
             return None
         self.cache.store(request, found)
         return found

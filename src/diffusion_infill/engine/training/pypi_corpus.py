@@ -41,14 +41,14 @@ MAX_FILE_BYTES = 200_000
 MAX_CHARACTERS = 220_000_000
 TOKENIZE_CHUNK = 2_000  # files a batch: encode_batch holds every encoding of a batch in memory
 
-# Reserved for evaluation (issue 25), and what diffusion_infill.bench.cases reads its third-party cases from.
+# Never trained on, so that held-out third-party code exists; diffusion_infill.bench.cases reads its cases from them.
 EVALUATION_RESERVED = ("click", "jinja2", "flask", "attrs", "itsdangerous", "python-dateutil", "jsonschema",
                        "packaging", "idna", "pluggy", "markupsafe", "blinker")
 BENCH_SOURCES = ("pygls", "lsprotocol", "cattrs", "attrs", "huggingface-hub", "filelock", "fsspec", "packaging",
                  "tqdm", "jinja2")
 BENCHMARK_OR_DATASET = re.compile(r"bench|dataset|eval|human-?eval|mbpp|leetcode|apps-?data|codecontests")
 
-# The four licence families issue 25 allows, as SPDX ids and as trove classifiers spell them.
+# The four permissive licence families, whose code a training corpus may hold, as SPDX ids and trove classifiers.
 PERMISSIVE = re.compile(r"^(MIT(-0|-CMU)?|BSD-[234]-Clause(-Clear)?|0BSD|Apache-2\.0|PSF-2\.0|Python-2\.0(\.1)?)$")
 PERMISSIVE_CLASSIFIER = re.compile(r"License :: OSI Approved :: (MIT License|BSD License|Apache Software License|"
                                    r"Python Software Foundation License)$")

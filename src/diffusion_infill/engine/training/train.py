@@ -21,8 +21,8 @@ from transformers import AutoModelForCausalLM, DiffusionGemmaForBlockDiffusion, 
 
 from diffusion_infill.engine.baseline.autoregressive import FIM_TOKENS, AutoregressiveEngine, FimIds, FimModel, FimSpec
 from diffusion_infill.engine.completion.canvas import CanvasSpec
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.infill import InfillEngine, InfillRequest
-from diffusion_infill.engine.completion.sampler import DenoiseSettings
 from diffusion_infill.engine.loading import EMBEDDED_MODEL, LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
