@@ -129,3 +129,21 @@ def test_a_held_telemetry_lock_defers_the_save_and_a_stale_one_is_broken(tmp_pat
     telemetry.accepted("automatic")
     saved = json.loads(path.read_text())
     assert (saved["requests"], saved["accepted"]) == (1, 1) and not lock.exists()
+
+
+def test_the_other_open_documents_of_a_language_are_the_lines_a_completion_may_copy():
+    from diffusion_infill.lsp.documents import Documents
+
+    documents = Documents()
+    here = documents.open("file:///a.py", "python", 1, "x = 1\n")
+    documents.open("file:///b.py", "python", 1, "def load(path):\n")
+    documents.open("file:///c.md", "markdown", 1, "# notes\n")
+    documents.open("file:///d.py", "python", 1, "def save(path):\n")
+
+    assert [d.uri for d in documents.others(here)] == ["file:///b.py", "file:///d.py"]
+    assert [d.uri for d in documents.others(here, most=1)] == ["file:///d.py"]
+
+
+def test_a_document_drafts_setting_switched_off_also_switches_off_judged_lines_and_prompt_lookup():
+    assert ServerSettings().engine_settings().line_drafts
+    assert not ServerSettings(document_drafts=False).engine_settings().line_drafts

@@ -23,6 +23,7 @@ class InfillRequest:
     suffix: str  # document text after the cursor
     language: str | None = None  # closure-check grammar ("python", "json", ...), None: brackets only
     invoked: bool = False  # asked for explicitly, not as-you-type: a remote engine waits longer
+    others: tuple[str, ...] = ()  # text of other open documents of the language: lines to copy from
 
 
 @dataclass(frozen=True)

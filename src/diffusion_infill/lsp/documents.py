@@ -90,6 +90,12 @@ class Documents:
         document.version = version
         return document
 
+    def others(self, document: Document, most: int = 4) -> list[Document]:
+        """The last `most` documents opened besides `document` in its language: lines to copy from."""
+        same = [other for other in self._open.values() if other is not document
+                and other.language_id == document.language_id]
+        return same[-most:]
+
     def close(self, uri: str) -> Document | None:
         """Forgets the document; returns it, or None when it was not open."""
         return self._open.pop(uri, None)

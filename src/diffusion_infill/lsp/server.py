@@ -184,8 +184,9 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
                  settings.document_drafts, settings.quiet_after)
+    others = tuple(bounded(other.text, "")[0] for other in ls.documents.others(document))
     request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
-                            invoked=trigger == "invoked")
+                            invoked=trigger == "invoked", others=others)
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine

@@ -165,7 +165,7 @@ class InfillEngine:
         threshold and it keeps closure; None otherwise (or without a revision calibration)."""
         if self.revision is None or not self.settings.line_drafts or self.settings.multi_line(request.prefix):
             return None
-        candidates = line_drafts.candidates(request)
+        candidates = line_drafts.candidates(request, request.others)
         if not candidates:
             return None
         started = time.perf_counter()
