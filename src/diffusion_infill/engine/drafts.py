@@ -24,6 +24,9 @@ class InfillRequest:
     language: str | None = None  # closure-check grammar ("python", "json", ...), None: brackets only
     invoked: bool = False  # asked for explicitly, not as-you-type: a remote engine waits longer
     others: tuple[str, ...] = ()  # text of other open documents of the language: lines to copy from
+    # a line copied from the code may answer (engine.completion.revise); off for the later samples of
+    # an Invoked request, which the model draws so that they differ from it
+    copied_lines: bool = True
 
 
 @dataclass(frozen=True)

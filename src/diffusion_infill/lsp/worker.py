@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import torch
@@ -202,8 +202,9 @@ class EngineWorker:
     def _sample(self, job: Job, first: bool) -> Draft | None:
         """One completion: the final draft, or None when cancelled; CompletionFailed when the engine raised."""
         start_text = job.start_text if first else None
+        request = job.request if first else replace(job.request, copied_lines=False)
         try:
-            return self._run(job, first, start_text)
+            return self._run(job, request, first, start_text)
         except RemoteError:
             raise  # the server's failure, not the engine's: nothing to reset, the server tells the user
         except Exception as error:
@@ -221,10 +222,10 @@ class EngineWorker:
             torch.cuda.empty_cache()
         raise CompletionFailed(message)
 
-    def _run(self, job: Job, first: bool, start_text: str | None) -> Draft | None:
+    def _run(self, job: Job, request: InfillRequest, first: bool, start_text: str | None) -> Draft | None:
         ran = 0  # Draft.step of the latest draft: decoder passes so far, also for a run cancelled midway
         try:
-            for draft in self._engine.complete(job.request, job.cancel.is_set, start_text):
+            for draft in self._engine.complete(request, job.cancel.is_set, start_text):
                 ran = draft.step
                 if draft.final:
                     return draft

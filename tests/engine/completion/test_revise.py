@@ -108,3 +108,16 @@ def test_the_gate_reads_a_judged_texts_features_by_name(engine):
 
     assert set(values) == revise.FEATURES
     assert values["analogous"] == 1.0 and values["after_word"] == 1.0
+
+
+def test_a_request_that_wants_no_copied_line_is_denoised(engine):
+    engine.revision = Calibration(dict.fromkeys(revise.FEATURES, 0.0), intercept=5.0, threshold=0.5)
+
+    assert list(engine.complete(dataclasses.replace(REQUEST, copied_lines=False)))[-1].source == MODEL
+
+
+def test_lines_of_the_other_open_documents_can_answer(engine):
+    engine.revision = Calibration(dict.fromkeys(revise.FEATURES, 0.0), intercept=5.0, threshold=0.5)
+    request = InfillRequest("value = ", "", "python", others=("value = sum(a)\n",))
+
+    assert list(engine.complete(request))[-1].source == REVISED

@@ -163,7 +163,8 @@ class InfillEngine:
     def judged_draft(self, request: InfillRequest) -> Draft | None:
         """The best line copied from the code as the model judges it, when its estimate clears the
         threshold and it keeps closure; None otherwise (or without a revision calibration)."""
-        if self.revision is None or not self.settings.line_drafts or self.settings.multi_line(request.prefix):
+        if self.revision is None or not (self.settings.line_drafts and request.copied_lines) \
+                or self.settings.multi_line(request.prefix):
             return None
         candidates = line_drafts.candidates(request, request.others)
         if not candidates:
