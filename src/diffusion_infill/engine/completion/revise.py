@@ -169,8 +169,8 @@ def _document_names(prefix: str, exclude: str) -> list[str]:
 
 
 REVISION_FILE = "revision.json"  # beside a checkpoint: the calibration of judged candidates
-FEATURES = frozenset({"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "revised",
-                      "after_word"})
+FEATURES = frozenset({"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "document",
+                      "revised", "after_word"})
 
 
 def features(judged: Judged, prefix: str) -> dict[str, float]:
@@ -183,6 +183,7 @@ def features(judged: Judged, prefix: str) -> dict[str, float]:
         "log_agree": math.log(judged.candidate.agree),
         "matched": float(min(judged.candidate.matched, 8)),
         "analogous": float(judged.candidate.rule == "analogous"),
+        "document": float(judged.candidate.rule == "document"),
         "revised": float(judged.revised),
         "after_word": float(bool(last) and (last.isalnum() or last == "_")),
     }
