@@ -1,10 +1,10 @@
-"""Fits the gate of judged line drafts (diffusion_infill.engine.completion.revise) of a checkpoint.
+"""Fits the gate of judged line drafts (diffusion_infill.engine.completion.judge) of a checkpoint.
 
 At every place diffusion_infill.bench.replay asks on the tuning excerpts (held-out files the replay
 does not report), the lines copied from the code (engine.completion.line_drafts) are judged by
 the model, as the engine does; each judged text is a row, accepted when the file's next
 characters begin with it. A logistic model of acceptance on the judged text's features
-(revise.FEATURES) is fitted on them. The threshold is the lowest at which the best-judged text
+(judge.FEATURES) is fitted on them. The threshold is the lowest at which the best-judged text
 per place is accepted at least `--precision` of the times it is shown on the tuning excerpts
 (showing is what a wrong suggestion costs), and `--write` saves both as `revision.json` beside
 the checkpoint. The same is then measured on the reported excerpts, which the fit never saw.
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
-from diffusion_infill.engine.completion import line_drafts, revise
+from diffusion_infill.engine.completion import judge, line_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, fit_values
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.drafts import InfillRequest
@@ -50,25 +50,24 @@ def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
             candidates = line_drafts.candidates(request)
             if not candidates:
                 continue
-            judged = revise.judge(engine, request, candidates)
+            judged = judge.judge(engine, request, candidates)
             if judged:
-                found.append([{"text": j.text, "features": revise.features(j, request.prefix), "revised": j.revised,
+                found.append([{"text": j.text, "features": judge.features(j, request.prefix),
                                "accepted": full[where:].startswith(j.text)} for j in judged])
     return found
 
 
 def shown_at(calibration: Calibration, found: list[list[dict]], threshold: float) -> dict:
     """What the gate shows at `threshold`: the best-estimated text per place, if it clears it."""
-    shown = accepted = chars = revised = 0
+    shown = accepted = chars = 0
     for rows in found:
         chance, best = max(((calibration.chance(row["features"]), row) for row in rows), key=lambda pair: pair[0])
         if chance >= threshold:
             shown += 1
             accepted += best["accepted"]
             chars += len(best["text"]) if best["accepted"] else 0
-            revised += best["revised"]
     return {"threshold": threshold, "places": len(found), "shown": shown, "accepted": accepted,
-            "precision": round(accepted / shown, 3) if shown else None, "chars_accepted": chars, "revised": revised}
+            "precision": round(accepted / shown, 3) if shown else None, "chars_accepted": chars}
 
 
 def pick_threshold(calibration: Calibration, found: list[list[dict]], precision: float) -> float:
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
                                              f"{args.tuning_files} tuning excerpts")
     calibration = replace(calibration, threshold=pick_threshold(calibration, tuning, args.precision))
     if args.write:
-        calibration.save(args.model, revise.REVISION_FILE)
+        calibration.save(args.model, judge.REVISION_FILE)
     reported = places(engine, excerpts(args.files, args.chars))
     print(json.dumps({"calibration": calibration.__dict__,
                       "tuning": shown_at(calibration, tuning, calibration.threshold),

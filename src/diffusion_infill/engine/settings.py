@@ -21,7 +21,7 @@ class EngineSettings:
     # their tokens, so the line is final; later passes would decide only what the cut drops.
     stop_at_line_end: bool = True
     # Single-line completions start from whole lines copied from the code, judged by the model in one
-    # pass (engine.completion.revise), when the checkpoint has a calibration for them (revision.json).
+    # pass (engine.completion.judge), when the checkpoint has a calibration for them (revision.json).
     line_drafts: bool = True
     min_insertion_tokens: int = 1  # END is kept out of the first slots: an empty suggestion shows nothing
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating

@@ -38,7 +38,7 @@ class ServerSettings:
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
     # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.document_drafts),
-    # and lines copied from the code that the model judges (engine.completion.line_drafts, revise)
+    # and lines copied from the code that the model judges (engine.completion.line_drafts, judge)
     document_drafts: bool = True
     # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
     quiet_after: str | None = None  # None: the characters calibrated with the checkpoint

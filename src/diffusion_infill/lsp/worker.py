@@ -87,7 +87,7 @@ class EngineWorker:
 
     @property
     def judges_lines(self) -> bool:
-        """Whether the loaded engine judges lines copied from the code itself (engine.completion.revise)."""
+        """Whether the loaded engine judges lines copied from the code itself (engine.completion.judge)."""
         return getattr(self._engine, "revision", None) is not None
 
     @property

@@ -18,7 +18,7 @@ from transformers.cache_utils import DynamicCache
 
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.completion import canvas as canvas_layout
-from diffusion_infill.engine.completion import line_drafts, revise
+from diffusion_infill.engine.completion import judge, line_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, assess
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
@@ -72,7 +72,7 @@ class InfillEngine:
         self.settings = replace(settings, denoise=settings.denoise.for_checkpoint(loaded.source))
         self.prefix_cache = PrefixCache()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
-        self.revision = revise.load_calibration(loaded.source)  # None: no line drafts to judge
+        self.revision = judge.load_calibration(loaded.source)  # None: no line drafts to judge
 
     def _processors(self, context: EncodedContext, gap: range) -> list:
         """Token healing on the first slot, and a minimum length (the healed token does not count)."""
@@ -169,9 +169,8 @@ class InfillEngine:
         candidates = line_drafts.candidates(request, request.others)
         if not candidates:
             return None
-        started = time.perf_counter()
-        judged = revise.judge(self, request, candidates)
-        chances = [(self.revision.chance(revise.features(j, request.prefix)), j) for j in judged]
+        judged = judge.judge(self, request, candidates)
+        chances = [(self.revision.chance(judge.features(j, request.prefix)), j) for j in judged]
         if not chances:
             return None
         chance, best = max(chances, key=lambda pair: pair[0])
@@ -179,9 +178,7 @@ class InfillEngine:
             return None
         if not closure.check(request.prefix, best.text, request.suffix, request.language).valid:
             return None
-        passes = 1 + any(j.revised for j in judged)
-        return Draft(best.text, passes, 0.0, final=True, valid=True, confidence=chance, source=REVISED,
-                     prefill_ms=(time.perf_counter() - started) * 1000)
+        return Draft(best.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
 
     def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
                entropy: float, prefill_ms: float, passes: PassCounts) -> Draft:

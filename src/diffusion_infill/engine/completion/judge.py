@@ -1,32 +1,31 @@
 """The model judges candidates copied from the code (engine.completion.line_drafts), all in one
-decoder pass, and revises the best where it doubts it.
+decoder pass.
 
-Each candidate is laid on the completion canvas as its starting state: its tokens, END, PAD
-to the gap's end, then the clamped suffix head, exactly as training lays a revision canvas
+Each candidate is laid on the completion canvas whole: its tokens, END, PAD to the gap's end,
+then the clamped suffix head, exactly as training lays a revision canvas
 (engine.training.objective). One pass over the batch of canvases gives, at every slot, the
 model's distribution for the token that belongs there; a candidate's evidence is the
-log-probability of its own tokens and END. A revision swaps the token the model doubts most for
-the model's own choice, or for a name of the document (a variable-length edit), and is kept
-only when the model scores it above the candidate.
+log-probability of its own tokens and END, and a calibrated gate (`revision.json` beside the
+checkpoint) turns it, with what the candidate's rule knows, into a chance of being accepted.
+Editing a doubted token (the model's own choice there, or another name of the document) was
+measured and made fewer candidates right: docs/performance.md.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import re
 from dataclasses import dataclass
 
 import torch
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.line_drafts import IDENTIFIER, Candidate
+from diffusion_infill.engine.completion.line_drafts import Candidate
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
 from diffusion_infill.engine.completion.sampler import softcapped_logits
 from diffusion_infill.engine.drafts import InfillRequest
 
-MAX_NAMES = 24  # names of the document tried in place of a doubted one
 FLOOR = -10.0  # the lowest log-probability a token is given
 
 
@@ -35,7 +34,6 @@ class Judged:
     text: str  # the insertion
     candidate: Candidate  # where it came from
     logprobs: tuple[float, ...]  # the model's log-probability of each of its tokens, then of END
-    revised: bool = False  # the model changed the candidate's text
 
     @property
     def mean_logprob(self) -> float:
@@ -102,75 +100,20 @@ class Judge:
         return self.loaded.tokenizer.decode(tokens)[len(self.context.healed):]
 
 
-def judge(engine, request: InfillRequest, candidates: list[Candidate], revise: bool = True) -> list[Judged]:
-    """`candidates` judged by the model in one pass, best first; with `revise`, the best one's most
-    doubted token swapped in a second pass, kept only where the model prefers it."""
+def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[Judged]:
+    """`candidates` judged by the model in one decoder pass, best first by their mean log-probability."""
     judge_ = Judge(engine, request)
     fitting = [(c, t) for c in candidates if (t := judge_.tokens(c.text)) is not None]
     if not fitting:
         return []
-    scores, logprobs = judge_.score([tokens for _, tokens in fitting])
-    judged = sorted((Judged(c.text, c, s) for (c, _), s in zip(fitting, scores, strict=True)),
-                    key=lambda j: j.mean_logprob, reverse=True)
-    if revise:
-        best = next(i for i, (c, _) in enumerate(fitting) if c.text == judged[0].text)
-        revision = _revised(judge_, judged[0], fitting[best][1], logprobs[best], request.prefix)
-        if revision is not None:
-            judged.insert(0, revision)
-    return judged
-
-
-def _revised(judge_: Judge, judged: Judged, tokens: list[int], logprobs: torch.Tensor, prefix: str) -> Judged | None:
-    """The candidate with its most doubted token replaced: by the model's choice there, or by a name
-    of the document in place of the name that token belongs to. None when no edit scores higher."""
-    doubted = min(range(len(tokens)), key=lambda i: judged.logprobs[i])
-    if judged.logprobs[doubted] > -1.0:
-        return None  # the model doubts nothing enough to pay a pass for
-    edits = []
-    choice = int(logprobs[doubted].argmax())
-    if choice != tokens[doubted] and choice != judge_.loaded.ids.end:
-        edits.append(tokens[:doubted] + [choice] + tokens[doubted + 1 :])
-    edits += _renamed(judge_, judged.text, tokens, doubted, prefix)
-    edits = [e for e in edits if len(e) < len(judge_.layout.gaps[0])][: MAX_NAMES + 1]
-    if not edits:
-        return None
-    scores, _ = judge_.score(edits)
-    score, edit = max(zip(scores, edits, strict=True), key=lambda pair: sum(pair[0]) / len(pair[0]))
-    if sum(score) / len(score) <= judged.mean_logprob:
-        return None
-    return Judged(judge_.text(edit), judged.candidate, score, revised=True)
-
-
-def _renamed(judge_: Judge, text: str, tokens: list[int], doubted: int, prefix: str) -> list[list[int]]:
-    """The candidate with the name holding the doubted token replaced by each name of the document."""
-    tokenizer, healed = judge_.loaded.tokenizer, judge_.context.healed
-    start = len(tokenizer.decode(tokens[:doubted])) - len(healed)
-    name = next((m for m in IDENTIFIER.finditer(text) if m.start() <= max(start, 0) < m.end()), None)
-    if name is None:
-        return []
-    names = _document_names(prefix, exclude=name.group())
-    edits = []
-    for other in names:
-        edited = tokenizer.encode(healed + text[: name.start()] + other + text[name.end():], add_special_tokens=False)
-        edits.append(edited)
-    return edits
-
-
-def _document_names(prefix: str, exclude: str) -> list[str]:
-    """The names of the last lines of the document, nearest first."""
-    seen: dict[str, None] = {}
-    for match in reversed(list(IDENTIFIER.finditer(prefix[-3000:]))):
-        name = match.group()
-        if name != exclude and len(name) > 1 and not re.fullmatch(r"\d+", name):
-            seen.setdefault(name, None)
-        if len(seen) == MAX_NAMES:
-            break
-    return list(seen)
+    scores, _ = judge_.score([tokens for _, tokens in fitting])
+    return sorted((Judged(c.text, c, s) for (c, _), s in zip(fitting, scores, strict=True)),
+                  key=lambda j: j.mean_logprob, reverse=True)
 
 
 REVISION_FILE = "revision.json"  # beside a checkpoint: the calibration of judged candidates
 FEATURES = frozenset({"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "document",
-                      "revised", "after_word"})
+                      "after_word"})
 
 
 def features(judged: Judged, prefix: str) -> dict[str, float]:
@@ -184,7 +127,6 @@ def features(judged: Judged, prefix: str) -> dict[str, float]:
         "matched": float(min(judged.candidate.matched, 8)),
         "analogous": float(judged.candidate.rule == "analogous"),
         "document": float(judged.candidate.rule == "document"),
-        "revised": float(judged.revised),
         "after_word": float(bool(last) and (last.isalnum() or last == "_")),
     }
 
