@@ -195,3 +195,43 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     expected[row] = "    count = sum(1 for line in lines)"  # Tab inserted the rest, and the line closes once
     assert source.read_text().split("\n") == expected, typed
     assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request
+
+
+def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, after: list) -> tuple[dict, str]:
+    """run.js's onOff on the empty line after CODE with `settings`: the result, and the log's request prefix."""
+    needs_code_server()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    source, row = workspace / "count_lines.py", CODE.count("\n")
+    source.write_text(CODE + "\n")
+    logs = tmp_path / "data" / "logs"
+    command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
+    request = f"inlineCompletion {source.as_uri()} "
+    with serving(tmp_path, command, {**WORKBENCH, **settings}) as url:
+        result = run_in_browser(tmp_path, {"url": url, "onOff": {
+            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
+            "request": request, "before": before, "after": after}})
+    return result["onOff"], request
+
+
+ON = {"text": "nes", "shown": TYPING + "nes)"}  # the document's draft, before the `)` VS Code added
+
+
+def test_the_status_item_reads_ready_and_toggle_stops_ghost_text_while_typing_and_brings_it_back(model_dir, tmp_path):
+    toggle = "diffusion-infill: Toggle Inline Suggestions"
+    result, _ = suggestions_off_then_on(model_dir, tmp_path, {}, before=[[toggle, "infill: off"]],
+                                        after=[[toggle, "infill: ready"]])
+    assert result["status"] == ["infill: ready", "infill: off", "infill: ready"], result
+    assert result["off"] is None and result["requests"] == 0, result  # not shown, not even asked
+    assert result["on"] == ON, result
+
+
+def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(model_dir, tmp_path):
+    toggle = "diffusion-infill: Toggle Inline Suggestions for This Language"
+    result, request = suggestions_off_then_on(model_dir, tmp_path, {"diffusionInfill.enable": {"python": False}},
+                                              before=[], after=[[toggle, "infill: ready"]])
+    assert result["status"] == ["infill: off (python)", "infill: ready"], result
+    assert result["off"] is None and result["requests"] == 0, result
+    assert result["on"] == ON, result
+    log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+    assert log.count(request) >= 1  # asked once it was on again

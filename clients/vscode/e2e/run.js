@@ -14,6 +14,13 @@
 // alone, tabs } }: `first` the suggestion shown after typing ({ text, shown } or null), `words`
 // whether the word suggestions were open with it, `alone` the suggestion shown without them (or
 // null), `tabs` what each Tab took ('word': a word suggestion, 'suggestion': the inline one).
+// CONFIG with `onOff: { file, line, text, logs, ready, request, before, after }`: opens `file`, waits
+// for `ready` in the logs and reads the status bar item; runs the command palette's `before` commands
+// ([title, the status item's text to wait for]), types `text` at the start of `line` and reads what
+// is shown (the one fixed wait: nothing may appear) and how often the logs say `request`; runs
+// `after`, retypes the last character and waits for a suggestion. Prints { onOff: { status, off,
+// requests, on } }: the status item's texts (at ready, then after each command), the suggestion while
+// off (null: none), the requests logged while off, the suggestion after.
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
@@ -156,6 +163,59 @@ async function typed(page, config) {
   return { first, words, alone, tabs: alone ? await accept(page) : [] };
 }
 
+const STATUS_ITEM = '.statusbar-item'; // ours: the one whose text starts with "infill:"
+
+/** The text of the extension's status bar item (its icon is not text), once it reads `wanted`. */
+async function statusItem(page, wanted) {
+  const item = page.locator(STATUS_ITEM, { hasText: wanted }).first();
+  await item.waitFor({ timeout: FIRST_ANSWER_MS });
+  return (await item.innerText()).trim();
+}
+
+/** Runs a command by its title from the command palette (F1), as a person does. */
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+/** Runs each [title, status] of `commands` and waits for the status item to read `status`. */
+async function commands(page, steps, status) {
+  for (const [title, wanted] of steps) {
+    await runCommand(page, title);
+    status.push(await statusItem(page, wanted));
+  }
+}
+
+/** Suggestions off (by a command or a setting) while typing a line, then on again. */
+async function onOff(page, config) {
+  const { file, line, text, logs, ready, request, before, after } = config.onOff;
+  await openFile(page, file);
+  await waitForLog(page, logs, ready);
+  const status = [await statusItem(page, 'infill:')];
+  await page.waitForFunction(() => ![...document.querySelectorAll('.statusbar-item')]
+    .some((item) => /infill: (starting|loading)/.test(item.innerText)), null, { timeout: FIRST_ANSWER_MS });
+  status[0] = await statusItem(page, 'infill:');
+  await commands(page, before, status);
+  await page.locator('.monaco-editor .view-lines').first().click();  // the editor has focus again
+  await goTo(page, line, 0);
+  const asked = logCount(logs, request);
+  await page.keyboard.type(text, { delay: KEY_DELAY_MS });
+  await page.waitForTimeout(SETTLE_MS);
+  const off = await shownNow(page);
+  const requests = logCount(logs, request) - asked;
+  await page.keyboard.press('Escape');
+  await commands(page, after, status);
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await goTo(page, line, text.length);
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text.slice(-1));
+  const on = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
+  return { status, off, requests, on };
+}
+
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
  * asking again (as a user would) until the server, which starts with the file, offers it. */
 async function fixJson(page, config) {
@@ -203,6 +263,10 @@ async function main(configPath) {
     try {
       if (config.typing) {
         console.log(JSON.stringify({ typed: await typed(page, config) }));
+        return;
+      }
+      if (config.onOff) {
+        console.log(JSON.stringify({ onOff: await onOff(page, config) }));
         return;
       }
       await openFile(page, config.python.file);
