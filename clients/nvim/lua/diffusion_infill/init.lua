@@ -224,7 +224,7 @@ end
 --- Whether an inline completion request may go out: suggestions are on and, for one sent while
 --- typing (Automatic), its buffer asks while typing.
 local function asked(params)
-  local automatic = params.context and params.context.triggerKind == vim.lsp.protocol.InlineCompletionTriggerKind.Automatic
+  local automatic = params.context and params.context.triggerKind == 2 -- lsp.InlineCompletionTriggerKind.Automatic
   return config.options.enabled and (not automatic or config.auto_trigger(vim.uri_to_bufnr(params.textDocument.uri)))
 end
 
