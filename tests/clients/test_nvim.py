@@ -221,6 +221,42 @@ def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):
     assert "ERROR" not in report
 
 
+STATUS = "require('diffusion_infill').status()"
+
+
+def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
+    completed = nvim.lua("return vim.fn.getcompletion('DiffusionInfill ', 'cmdline')")
+    assert set(completed) == {"trigger", "dismiss", "start", "status", "toggle", "enable", "disable", "toggle_auto",
+                              "restart", "log"}
+    open_file(nvim, tmp_path)
+    nvim.wait(f"{STATUS} == 'infill: ready'", 120)
+    model = nvim.lua("return require('diffusion_infill.config').options.cmd")[-1]
+    nvim.api.command("DiffusionInfill status")
+    assert f"infill: ready; {model} (engine local)" in nvim.lua("return vim.fn.execute('messages')")
+
+    nvim.api.command("DiffusionInfill toggle_auto")  # this buffer asks on demand only
+    assert nvim.lua(f"return {{ {STATUS}, vim.b.diffusion_infill_auto_trigger }}") == ["infill: ready, on demand",
+                                                                                      False]
+    row, col = CURSORS[0]
+    insert_at(nvim, row, col)
+    nvim.type("<M-\\>")  # the trigger key still asks
+    nvim.wait(f"{FINAL}", 120)
+    nvim.type("<Esc>")
+    nvim.api.command("DiffusionInfill toggle_auto")
+    assert nvim.lua(f"return {STATUS}") == "infill: ready"
+
+    for command, status in (("disable", "infill: off"), ("enable", "infill: ready"), ("toggle", "infill: off"),
+                            ("toggle", "infill: ready")):
+        nvim.api.command(f"DiffusionInfill {command}")
+        assert nvim.lua(f"return {STATUS}") == status, command
+
+    nvim.api.command("DiffusionInfill log")
+    log = nvim.api.current.buffer
+    assert log.name == "diffusion-infill://log"
+    assert any(f"ready: {model} (engine local)" in line for line in log[:]), log[:]
+    nvim.api.command("close")
+
+
 INFO_LINE = ("(function() local mark = vim.api.nvim_buf_get_extmark_by_id(0, require('diffusion_infill.ghost').ns, 2, "
              "{ details = true }); return mark[3] and { mark[1], mark[3].virt_text[1][1] } end)()")
 
