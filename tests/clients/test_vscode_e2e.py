@@ -235,3 +235,32 @@ def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(
     assert result["on"] == ON, result
     log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert log.count(request) >= 1  # asked once it was on again
+
+
+def palette(model: Path, tmp_path: Path, error: str | None = None) -> dict:
+    """run.js's palette on a broken JSON file, the server loading `model`."""
+    needs_code_server()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "broken.json").write_text(BROKEN)
+    logs, ready = tmp_path / "data" / "logs", f"ready: {model} (engine local)"  # window/logMessage, in the log
+    with serving(tmp_path, serve_command(model, tmp_path / "t.json"), WORKBENCH) as url:
+        config = {"json": "broken.json", "logs": str(logs), "ready": ready, "error": error}
+        return run_in_browser(tmp_path, {"url": url, "palette": config})["palette"]
+
+
+def test_the_status_menu_and_the_commands_fix_show_the_log_and_restart(model_dir, tmp_path):
+    result = palette(model_dir, tmp_path)
+    assert result["status"] == ["infill: ready", "infill: ready"], result  # before and after Restart Server
+    assert result["menu"] == ["Turn off everywhere", "Turn off for json", "Suggest now", "Fix selection",
+                              "Restart the server", "Show the log"], result
+    assert json.loads((tmp_path / "workspace" / "broken.json").read_text()) == {
+        "name": "shapes", "sides": 4, "closed": True}  # Fix Selection
+    assert result["logShown"], result  # Show Log: the server's ready line on screen
+    log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+    assert log.count(f"loading: {model_dir} (engine local)") == 2  # restarted: a second server loaded it
+
+
+def test_a_model_that_cannot_load_is_an_error_item_whose_click_opens_the_log(tmp_path):
+    result = palette(tmp_path / "no-such-model", tmp_path, error="no such directory")
+    assert result == {"status": "infill: error", "logShown": True}

@@ -21,6 +21,8 @@
 // `after`, retypes the last character and waits for a suggestion. Prints { onOff: { status, off,
 // requests, on } }: the status item's texts (at ready, then after each command), the suggestion while
 // off (null: none), the requests logged while off, the suggestion after.
+// CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
+// the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
@@ -240,7 +242,14 @@ async function fixJson(page, config) {
     await page.keyboard.press('ArrowDown');
   }
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => {  // the edit is applied once the editor holds valid JSON
+  await validJson(page);
+  await save(page);
+  return { fixed: true };
+}
+
+/** Waits until the active editor holds valid JSON (an edit was applied). */
+async function validJson(page) {
+  await page.waitForFunction(() => {
     try {
       const view = document.querySelector('.editor-group-container.active .editor-instance .monaco-editor .view-lines');
       JSON.parse(view.innerText.replace(/\u00a0/g, ' '));
@@ -249,8 +258,40 @@ async function fixJson(page, config) {
       return false;
     }
   }, null, { timeout: 120000 });
+}
+
+/** The command palette's commands and the status item's menu, on a broken JSON file: the menu's
+ * entries, Fix Selection (the file saved), Show Log (the server's `ready` line on screen), Restart
+ * Server (a second `ready` in the logs, the item ready again). With `error` (a model that cannot
+ * load): the item reads error, and a click on it shows the log with `error` in it. */
+async function palette(page, config) {
+  const { json, logs, ready, error } = config.palette;
+  const logView = (text) => page.locator('.part.panel .view-lines', { hasText: text }).first()
+    .waitFor({ timeout: ANSWER_MS }).then(() => true, () => false);
+  await openFile(page, json);
+  if (error) {
+    const status = await statusItem(page, 'infill: error');
+    await page.locator(STATUS_ITEM, { hasText: 'infill: error' }).first().click();
+    return { status, logShown: await logView(error) };
+  }
+  await waitForLog(page, logs, ready);
+  const status = [await statusItem(page, 'infill: ready')];
+  await page.locator(STATUS_ITEM, { hasText: 'infill: ready' }).first().click();
+  await page.waitForSelector('.quick-input-list .monaco-list-row');
+  const menu = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map((row) => row.trim());
+  await page.keyboard.press('Escape');
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+A');
+  await runCommand(page, 'diffusion-infill: Fix Selection');
+  await validJson(page);
   await save(page);
-  return { fixed: true };
+  await runCommand(page, 'diffusion-infill: Show Log');
+  const logShown = await logView(ready);
+  const before = logCount(logs, ready);
+  await runCommand(page, 'diffusion-infill: Restart Server');
+  await waitForLog(page, logs, ready, before);
+  status.push(await statusItem(page, 'infill: ready'));
+  return { status, menu, logShown };
 }
 
 async function main(configPath) {
@@ -263,6 +304,10 @@ async function main(configPath) {
     try {
       if (config.typing) {
         console.log(JSON.stringify({ typed: await typed(page, config) }));
+        return;
+      }
+      if (config.palette) {
+        console.log(JSON.stringify({ palette: await palette(page, config) }));
         return;
       }
       if (config.onOff) {

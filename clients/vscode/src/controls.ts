@@ -18,6 +18,7 @@ function activeLanguage(): string | undefined {
 export class Controls implements vscode.Disposable {
   private enable = readEnable();  // read on change, not at every request
   private status: ServerStatus | string | undefined;
+  private restarting = false;  // the server stops on purpose: "starting", not an error
   private readonly item = vscode.window.createStatusBarItem('diffusionInfill.status', vscode.StatusBarAlignment.Right, 100);
   private readonly disposables: vscode.Disposable[] = [this.item];
 
@@ -30,7 +31,7 @@ export class Controls implements vscode.Disposable {
         if (event.newState === State.Starting) {
           this.show(undefined);
         } else if (event.newState === State.Stopped) {
-          this.show('the server stopped');
+          this.show(this.restarting ? undefined : 'the server stopped');
         }
       }),
       vscode.window.onDidChangeActiveTextEditor(() => this.render()),
@@ -41,7 +42,7 @@ export class Controls implements vscode.Disposable {
         return language && this.toggle(language);
       }),
       command('trigger', () => vscode.commands.executeCommand('editor.action.inlineSuggest.trigger')),
-      command('restart', () => client.restart()),
+      command('restart', () => this.restart()),
       command('showLog', () => client.outputChannel.show(true)),
       command('fixSelection', () => vscode.commands.executeCommand('editor.action.codeAction', { kind: 'quickfix', apply: 'ifSingle' })),
       command('menu', () => this.menu()),
@@ -86,6 +87,15 @@ export class Controls implements vscode.Disposable {
     const user = config.inspect<Enable>('enable')?.globalValue ?? DEFAULT_ENABLE;
     const on = key === '*' ? offFor(this.enable, undefined) === undefined : this.suggests(key);
     await config.update('enable', switched(user, key, !on), vscode.ConfigurationTarget.Global);
+  }
+
+  private async restart(): Promise<void> {
+    this.restarting = true;
+    try {
+      await this.client.restart();
+    } finally {
+      this.restarting = false;
+    }
   }
 
   private async menu(): Promise<void> {
