@@ -197,7 +197,8 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request
 
 
-def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, after: list) -> tuple[dict, str]:
+def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, after: list,
+                            suggest_now: bool = False) -> tuple[dict, str]:
     """run.js's onOff on the empty line after CODE with `settings`: the result, and the log's request prefix."""
     needs_code_server()
     workspace = tmp_path / "workspace"
@@ -210,7 +211,7 @@ def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, a
     with serving(tmp_path, command, {**WORKBENCH, **settings}) as url:
         result = run_in_browser(tmp_path, {"url": url, "onOff": {
             "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
-            "request": request, "before": before, "after": after}})
+            "request": request, "before": before, "after": after, "suggestNow": suggest_now}})
     return result["onOff"], request
 
 
@@ -220,10 +221,11 @@ ON = {"text": "nes", "shown": TYPING + "nes)"}  # the document's draft, before t
 def test_the_status_item_reads_ready_and_toggle_stops_ghost_text_while_typing_and_brings_it_back(model_dir, tmp_path):
     toggle = "diffusion-infill: Toggle Inline Suggestions"
     result, _ = suggestions_off_then_on(model_dir, tmp_path, {}, before=[[toggle, "infill: off"]],
-                                        after=[[toggle, "infill: ready"]])
+                                        after=[[toggle, "infill: ready"]], suggest_now=True)
     assert result["status"] == ["infill: ready", "infill: off", "infill: ready"], result
     assert result["off"] is None and result["requests"] == 0, result  # not shown, not even asked
     assert result["on"] == ON, result
+    assert result["invoked"], result  # Suggest Now asked (Invoked)
 
 
 def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(model_dir, tmp_path):

@@ -18,9 +18,10 @@
 // for `ready` in the logs and reads the status bar item; runs the command palette's `before` commands
 // ([title, the status item's text to wait for]), types `text` at the start of `line` and reads what
 // is shown (the one fixed wait: nothing may appear) and how often the logs say `request`; runs
-// `after`, retypes the last character and waits for a suggestion. Prints { onOff: { status, off,
-// requests, on } }: the status item's texts (at ready, then after each command), the suggestion while
-// off (null: none), the requests logged while off, the suggestion after.
+// `after`, retypes the last character and waits for a suggestion; with `suggestNow`, runs Suggest Now.
+// Prints { onOff: { status, off, requests, on, invoked } }: the status item's texts (at ready, then
+// after each command), the suggestion while off (null: none), the requests logged while off, the
+// suggestion after, whether Suggest Now sent an Invoked request.
 // CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
 // the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
@@ -166,6 +167,7 @@ async function typed(page, config) {
 }
 
 const STATUS_ITEM = '.statusbar-item'; // ours: the one whose text starts with "infill:"
+const INVOKED = ' invoked\n'; // the end of the server's -v line for an Invoked inline completion request
 
 /** The text of the extension's status bar item (its icon is not text), once it reads `wanted`. */
 async function statusItem(page, wanted) {
@@ -215,7 +217,14 @@ async function onOff(page, config) {
   await page.keyboard.press('Backspace');
   await page.keyboard.type(text.slice(-1));
   const on = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
-  return { status, off, requests, on };
+  let invoked = false;  // Suggest Now sends an Invoked request (the server's -v log names its trigger)
+  if (config.onOff.suggestNow) {
+    const asked = logCount(logs, INVOKED);
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'diffusion-infill: Suggest Now');
+    invoked = await waitForLog(page, logs, INVOKED, asked, ANSWER_MS).then(() => true, () => false);
+  }
+  return { status, off, requests, on, invoked };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
