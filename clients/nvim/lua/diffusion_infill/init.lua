@@ -16,6 +16,8 @@ local M = {}
 M.servers = {} ---@type table<integer, diffusion_infill.Server> client id -> its state
 M.log = {} ---@type string[] the server's window/logMessage and window/showMessage lines, the last LOG_LINES
 local LOG_LINES = 500
+local LOG_NAME = 'diffusion-infill://log'
+local MESSAGE_TYPES = { 'ERROR', 'WARNING', 'INFO', 'LOG', 'DEBUG' } -- lsp.MessageType, from 1
 
 local function native()
   return config.options.native
@@ -272,8 +274,7 @@ end
 
 --- Keeps the server's line for :DiffusionInfill log.
 local function remember(kind, message)
-  local names = { 'ERROR', 'WARNING', 'INFO', 'LOG', 'DEBUG' }
-  table.insert(M.log, ('%s [%s] %s'):format(os.date('%H:%M:%S'), names[kind] or 'LOG', message))
+  table.insert(M.log, ('%s [%s] %s'):format(os.date('%H:%M:%S'), MESSAGE_TYPES[kind] or 'LOG', message))
   if #M.log > LOG_LINES then
     table.remove(M.log, 1)
   end
@@ -414,7 +415,10 @@ function M.print_status()
 end
 
 local function is_stopped(client)
-  return vim.fn.has('nvim-0.11') == 1 and client:is_stopped() or client.is_stopped()
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
 end
 
 local function stop(client, force)
@@ -459,12 +463,16 @@ function M.show_log()
   for _, entry in ipairs(M.log) do
     vim.list_extend(lines, vim.split(entry, '\n', { plain = true }))
   end
+  local shown = vim.fn.bufnr(LOG_NAME)
+  if shown ~= -1 then
+    api.nvim_buf_delete(shown, { force = true }) -- shown again, with what came since
+  end
   vim.cmd('botright split')
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   api.nvim_win_set_buf(0, buf)
   vim.bo[buf].bufhidden, vim.bo[buf].modifiable = 'wipe', false
-  api.nvim_buf_set_name(buf, 'diffusion-infill://log')
+  api.nvim_buf_set_name(buf, LOG_NAME)
 end
 
 local subcommands = {
