@@ -211,7 +211,8 @@ def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, a
     with serving(tmp_path, command, {**WORKBENCH, **settings}) as url:
         result = run_in_browser(tmp_path, {"url": url, "onOff": {
             "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
-            "request": request, "before": before, "after": after, "suggestNow": suggest_now}})
+            "request": request, "before": before, "after": after, "suggestNow": suggest_now,
+            "info": bool(settings.get("diffusionInfill.infoLine"))}})
     return result["onOff"], request
 
 
@@ -226,15 +227,19 @@ def test_the_status_item_reads_ready_and_toggle_stops_ghost_text_while_typing_an
     assert result["off"] is None and result["requests"] == 0, result  # not shown, not even asked
     assert result["on"] == ON, result
     assert result["invoked"], result  # Suggest Now asked (Invoked)
+    assert result["info"] is None, result  # no info line unless asked for
 
 
 def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(model_dir, tmp_path):
+    """And with diffusionInfill.infoLine, the suggestion's info line at the end of its line."""
     toggle = "diffusion-infill: Toggle Inline Suggestions for This Language"
-    result, request = suggestions_off_then_on(model_dir, tmp_path, {"diffusionInfill.enable": {"python": False}},
-                                              before=[], after=[[toggle, "infill: ready"]])
+    settings = {"diffusionInfill.enable": {"python": False}, "diffusionInfill.infoLine": True}
+    result, request = suggestions_off_then_on(model_dir, tmp_path, settings, before=[],
+                                              after=[[toggle, "infill: ready"]])
     assert result["status"] == ["infill: off (python)", "infill: ready"], result
     assert result["off"] is None and result["requests"] == 0, result
     assert result["on"] == ON, result
+    assert re.fullmatch(r"0 steps · \d+ ms · confidence 0\.\d\d · (document|typed_along)", result["info"]), result
     log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert log.count(request) >= 1  # asked once it was on again
 

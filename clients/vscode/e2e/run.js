@@ -19,9 +19,10 @@
 // ([title, the status item's text to wait for]), types `text` at the start of `line` and reads what
 // is shown (the one fixed wait: nothing may appear) and how often the logs say `request`; runs
 // `after`, retypes the last character and waits for a suggestion; with `suggestNow`, runs Suggest Now.
-// Prints { onOff: { status, off, requests, on, invoked } }: the status item's texts (at ready, then
-// after each command), the suggestion while off (null: none), the requests logged while off, the
-// suggestion after, whether Suggest Now sent an Invoked request.
+// With `info`, waits for the info line. Prints { onOff: { status, off, requests, on, info, invoked } }:
+// the status item's texts (at ready, then after each command), the suggestion while off (null: none),
+// the requests logged while off, the suggestion after, the info line then (null: none), whether
+// Suggest Now sent an Invoked request.
 // CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
 // the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
@@ -217,6 +218,16 @@ async function onOff(page, config) {
   await page.keyboard.press('Backspace');
   await page.keyboard.type(text.slice(-1));
   const on = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
+  // the info line (diffusionInfill.infoLine): an `after` decoration, drawn by CSS, not in innerText
+  const info = await page.waitForFunction(() => {
+    for (const node of document.querySelectorAll('.view-line span')) {
+      const content = getComputedStyle(node, '::after').content;
+      if (content.includes(' steps · ')) {
+        return JSON.parse(content);
+      }
+    }
+    return null;
+  }, null, { timeout: config.onOff.info ? ANSWER_MS : SETTLE_MS }).then((found) => found.jsonValue(), () => null);
   let invoked = false;  // Suggest Now sends an Invoked request (the server's -v log names its trigger)
   if (config.onOff.suggestNow) {
     const asked = logCount(logs, INVOKED);
@@ -224,7 +235,7 @@ async function onOff(page, config) {
     await runCommand(page, 'diffusion-infill: Suggest Now');
     invoked = await waitForLog(page, logs, INVOKED, asked, ANSWER_MS).then(() => true, () => false);
   }
-  return { status, off, requests, on, invoked };
+  return { status, off, requests, on, info, invoked };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
