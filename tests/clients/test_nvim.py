@@ -208,17 +208,72 @@ def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(n
 
 def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):
     open_file(nvim, tmp_path, auto=False)
-    nvim.wait("(function() local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
-              "local s = c and require('diffusion_infill').status[c.id]; return s and s:match('ready') end)()", 120)
+    nvim.wait("require('diffusion_infill').status():match('^infill: ready')", 120)
+    model = nvim.lua("return require('diffusion_infill.config').options.cmd")[-1]  # serve_command ends in --model
     nvim.api.command("checkhealth diffusion_infill")
     report = "\n".join(nvim.api.current.buffer[:])
     nvim.api.command("bwipeout")
     assert "server command: " in report and "diffusion_infill.cli.main serve " in report
     assert "--telemetry " in report and "--model " in report
     assert "model: " in report
-    assert "server running" in report and "ready" in report
+    assert re.search(rf"server running \(.*\): ready {re.escape(model)} \(engine local\)", report), report
     assert re.search(r"pid \d+", report) and "pid ?" not in report
     assert "ERROR" not in report
+
+
+STATUS = "require('diffusion_infill').status()"
+
+
+def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
+    completed = nvim.lua("return vim.fn.getcompletion('DiffusionInfill ', 'cmdline')")
+    assert set(completed) == {"trigger", "dismiss", "start", "status", "toggle", "enable", "disable", "toggle_auto",
+                              "restart", "log"}
+    open_file(nvim, tmp_path)
+    nvim.wait(f"{STATUS} == 'infill: ready'", 120)
+    model = nvim.lua("return require('diffusion_infill.config').options.cmd")[-1]
+    nvim.api.command("DiffusionInfill status")
+    assert f"infill: ready; {model} (engine local)" in nvim.lua("return vim.fn.execute('messages')")
+
+    nvim.api.command("DiffusionInfill toggle_auto")  # this buffer asks on demand only
+    assert nvim.lua(f"return {{ {STATUS}, vim.b.diffusion_infill_auto_trigger }}") == ["infill: ready, on demand",
+                                                                                      False]
+    row, col = CURSORS[0]
+    insert_at(nvim, row, col)
+    nvim.type("<M-\\>")  # the trigger key still asks
+    nvim.wait(f"{FINAL}", 120)
+    nvim.type("<Esc>")
+    nvim.api.command("DiffusionInfill toggle_auto")
+    assert nvim.lua(f"return {STATUS}") == "infill: ready"
+
+    for command, status in (("disable", "infill: off"), ("enable", "infill: ready"), ("toggle", "infill: off"),
+                            ("toggle", "infill: ready")):
+        nvim.api.command(f"DiffusionInfill {command}")
+        assert nvim.lua(f"return {STATUS}") == status, command
+
+    for _ in range(2):  # again while it is shown: shown anew
+        nvim.api.command("DiffusionInfill log")
+        log = nvim.api.current.buffer
+        assert log.name == "diffusion-infill://log"
+        assert any(f"ready: {model} (engine local)" in line for line in log[:]), log[:]
+    nvim.api.command("close")
+
+
+INFO_LINE = ("(function() local mark = vim.api.nvim_buf_get_extmark_by_id(0, require('diffusion_infill.ghost').ns, 2, "
+             "{ details = true }); return mark[3] and { mark[1], mark[3].virt_text[1][1] } end)()")
+
+
+def test_the_info_line_shows_steps_ms_confidence_and_source_when_asked_for(nvim, tmp_path):
+    assert nvim.lua("return require('diffusion_infill.config').defaults.info") is False  # off by default
+    nvim.lua("require('diffusion_infill.config').options.info = true")
+    try:
+        row, _, final, _ = first_item(nvim, tmp_path)
+        info = nvim.wait(INFO_LINE, 10)
+    finally:
+        nvim.lua("require('diffusion_infill.config').options.info = false")
+    confidence = f"{final['confidence']:.2f}"
+    assert info == [row, f" {final['step']} steps · {final['ms']} ms · confidence {confidence} · {final['source']}"]
+    nvim.type("<Esc>")
+    nvim.wait(f"not {INFO_LINE}")  # it goes with the suggestion
 
 
 def test_an_action_that_cannot_be_carried_out_is_one_warning_line(nvim, tmp_path):

@@ -20,8 +20,7 @@ from screenshot import save_terminal
 from test_nvim import CODE, CURSORS, FINAL
 
 IMAGE = Path(__file__).resolve().parents[2] / "docs" / "img" / "nvim.png"
-READY = ("(function() local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
-         "local s = c and require('diffusion_infill').status[c.id]; return s and s:match('ready') end)()")
+READY = "require('diffusion_infill').status():match('^infill: ready')"
 RECORD_DRAFTS = """
 _G.drafts = {}
 vim.api.nvim_create_autocmd('User', { group = vim.api.nvim_create_augroup('record_drafts', {}),
@@ -240,3 +239,45 @@ def test_lsp_log_has_no_error_after_a_session(terminal):
     assert log.is_relative_to(terminal.workdir)  # this Neovim's own log
     errors = [line for line in (log.read_text() if log.exists() else "").splitlines() if "[ERROR]" in line]
     assert not errors, "\n".join(errors[:20])
+
+
+STATUSLINE = "vim.o.laststatus = 2; vim.o.statusline = \"%{v:lua.require'diffusion_infill'.status()}\""
+SILENT = 2.0  # seconds of nothing shown that prove suggestions are off: a draft's answer takes well under one
+
+
+def test_toggle_stops_ghost_text_while_typing_and_brings_it_back(terminal):
+    row = CODE.count("\n")  # the empty line after the code
+    open_file(terminal, CODE + "\n")
+    terminal.lua(STATUSLINE)
+    terminal.type(":DiffusionInfill toggle", "Enter")
+    terminal.wait_screen(lambda screen: "infill: off" in screen, 10)
+    try:
+        terminal.type(f":call cursor({row + 1}, 1)", "Enter")
+        terminal.wait(f"vim.api.nvim_get_mode().mode == 'n' and vim.fn.line('.') == {row + 1}")
+        terminal.lua(RECORD_REQUESTS)
+        terminal.type("i")
+        type_slowly(terminal, TYPING)
+        terminal.wait("vim.api.nvim_get_current_line() == ...", 10, TYPING)
+        time.sleep(SILENT)  # the one fixed wait: nothing may appear in it
+        assert line_on_screen(terminal, row).rstrip() == TYPING and not terminal.lua("return _G.requests")
+    finally:
+        terminal.type("Escape", ":DiffusionInfill toggle", "Enter")
+    terminal.wait_screen(lambda screen: "infill: ready" in screen, 10)
+    terminal.type("A", "BSpace")
+    type_slowly(terminal, TYPING[-1])  # retyped: the same line, now with its rest
+    terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == TYPING + REST, 10)
+
+
+def test_restart_shows_the_status_going_from_loading_to_ready(terminal):
+    open_file(terminal)
+    terminal.lua(STATUSLINE)
+    terminal.lua("""
+        _G.statuses = {}
+        vim.api.nvim_create_autocmd('User', { pattern = 'DiffusionInfillStatus', callback = function()
+          local status = require('diffusion_infill').status()
+          if _G.statuses[#_G.statuses] ~= status then table.insert(_G.statuses, status) end
+        end })""")
+    terminal.type(":DiffusionInfill restart", "Enter")
+    terminal.wait("_G.statuses[#_G.statuses] == 'infill: ready'", 180)
+    assert terminal.lua("return _G.statuses") == ["infill: starting", "infill: loading", "infill: ready"]
+    terminal.wait_screen(lambda screen: "infill: ready" in screen, 10)  # on the statusline

@@ -195,3 +195,79 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     expected[row] = "    count = sum(1 for line in lines)"  # Tab inserted the rest, and the line closes once
     assert source.read_text().split("\n") == expected, typed
     assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request
+
+
+def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, after: list,
+                            suggest_now: bool = False) -> tuple[dict, str]:
+    """run.js's onOff on the empty line after CODE with `settings`: the result, and the log's request prefix."""
+    needs_code_server()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    source, row = workspace / "count_lines.py", CODE.count("\n")
+    source.write_text(CODE + "\n")
+    logs = tmp_path / "data" / "logs"
+    command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
+    request = f"inlineCompletion {source.as_uri()} "
+    with serving(tmp_path, command, {**WORKBENCH, **settings}) as url:
+        result = run_in_browser(tmp_path, {"url": url, "onOff": {
+            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
+            "request": request, "before": before, "after": after, "suggestNow": suggest_now,
+            "info": bool(settings.get("diffusionInfill.infoLine"))}})
+    return result["onOff"], request
+
+
+ON = {"text": "nes", "shown": TYPING + "nes)"}  # the document's draft, before the `)` VS Code added
+
+
+def test_the_status_item_reads_ready_and_toggle_stops_ghost_text_while_typing_and_brings_it_back(model_dir, tmp_path):
+    toggle = "diffusion-infill: Toggle Inline Suggestions"
+    result, _ = suggestions_off_then_on(model_dir, tmp_path, {}, before=[[toggle, "infill: off"]],
+                                        after=[[toggle, "infill: ready"]], suggest_now=True)
+    assert result["status"] == ["infill: ready", "infill: off", "infill: ready"], result
+    assert result["off"] is None and result["requests"] == 0, result  # not shown, not even asked
+    assert result["on"] == ON, result
+    assert result["invoked"], result  # Suggest Now asked (Invoked)
+    assert result["info"] is None, result  # no info line unless asked for
+
+
+def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(model_dir, tmp_path):
+    """And with diffusionInfill.infoLine, the suggestion's info line at the end of its line."""
+    toggle = "diffusion-infill: Toggle Inline Suggestions for This Language"
+    settings = {"diffusionInfill.enable": {"python": False}, "diffusionInfill.infoLine": True}
+    result, request = suggestions_off_then_on(model_dir, tmp_path, settings, before=[],
+                                              after=[[toggle, "infill: ready"]])
+    assert result["status"] == ["infill: off (python)", "infill: ready"], result
+    assert result["off"] is None and result["requests"] == 0, result
+    assert result["on"] == ON, result
+    assert re.fullmatch(r"0 steps · \d+ ms · confidence 0\.\d\d · (document|typed_along)", result["info"]), result
+    log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+    assert log.count(request) >= 1  # asked once it was on again
+
+
+def palette(model: Path, tmp_path: Path, error: str | None = None) -> dict:
+    """run.js's palette on a broken JSON file, the server loading `model`."""
+    needs_code_server()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "broken.json").write_text(BROKEN)
+    logs, ready = tmp_path / "data" / "logs", f"ready: {model} (engine local)"  # window/logMessage, in the log
+    with serving(tmp_path, serve_command(model, tmp_path / "t.json"), WORKBENCH) as url:
+        config = {"json": "broken.json", "logs": str(logs), "ready": ready, "error": error}
+        return run_in_browser(tmp_path, {"url": url, "palette": config})["palette"]
+
+
+def test_the_status_menu_and_the_commands_fix_show_the_log_and_restart(model_dir, tmp_path):
+    result = palette(model_dir, tmp_path)
+    assert result["status"] == ["infill: ready", "infill: ready"], result  # before and after Restart Server
+    assert result["menu"] == ["Turn off everywhere", "Turn off for json", "Suggest now", "Fix selection",
+                              "Restart the server", "Show the log"], result
+    assert json.loads((tmp_path / "workspace" / "broken.json").read_text()) == {
+        "name": "shapes", "sides": 4, "closed": True}  # Fix Selection
+    assert result["logShown"], result  # Show Log: the server's ready line on screen
+    log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
+    assert log.count(f"loading: {model_dir} (engine local)") == 2  # restarted: a second server loaded it
+
+
+def test_a_model_that_cannot_load_is_an_error_item_whose_click_opens_the_log(tmp_path):
+    result = palette(tmp_path / "no-such-model", tmp_path, error="no such directory")
+    assert result == {"status": "infill: error", "logShown": True}

@@ -18,6 +18,7 @@ from diffusion_infill.lsp import pygls_internals
 from diffusion_infill.lsp.positions import Lines
 
 DRAFT = "infill/draft"
+STATUS = "infill/status"
 _documents = itertools.count(1)  # every document of a test session gets its own URI
 
 
@@ -31,7 +32,8 @@ def capabilities(encodings: list[str] | None = None) -> types.ClientCapabilities
 
 @dataclass
 class DraftRecorder:
-    """Every infill/draft notification, in arrival order, with waiters for the ones to come."""
+    """Every notification of one method (infill/draft, infill/status), in arrival order, with waiters
+    for the ones to come."""
 
     drafts: list[Any]
     waiters: list[tuple[Callable[[Any], bool], asyncio.Future]]
@@ -63,6 +65,8 @@ def recording_client() -> LanguageClient:
     client = make_test_lsp_client()
     client.drafts = DraftRecorder([], [])
     client.feature(DRAFT)(lambda ls, params: client.drafts.receive(params))
+    client.statuses = DraftRecorder([], [])
+    client.feature(STATUS)(lambda ls, params: client.statuses.receive(params))
     return client
 
 

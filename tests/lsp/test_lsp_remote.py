@@ -68,6 +68,10 @@ async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
         assert await editor.request(uri, types.Position(0, 7), invoked=True) == []
         [message] = client.messages
         assert message.type == types.MessageType.Error and url in message.message
+        # infill/status: an error naming the served model and its URL, once, as the message
+        assert [(s.state, s.engine, s.model) for s in client.statuses.drafts] == [
+            ("loading", "openai", "served-name"), ("error", "openai", "served-name")]
+        assert url in client.statuses.drafts[-1].message
     finally:
         await stop(client)
 

@@ -14,6 +14,17 @@
 // alone, tabs } }: `first` the suggestion shown after typing ({ text, shown } or null), `words`
 // whether the word suggestions were open with it, `alone` the suggestion shown without them (or
 // null), `tabs` what each Tab took ('word': a word suggestion, 'suggestion': the inline one).
+// CONFIG with `onOff: { file, line, text, logs, ready, request, before, after }`: opens `file`, waits
+// for `ready` in the logs and reads the status bar item; runs the command palette's `before` commands
+// ([title, the status item's text to wait for]), types `text` at the start of `line` and reads what
+// is shown (the one fixed wait: nothing may appear) and how often the logs say `request`; runs
+// `after`, retypes the last character and waits for a suggestion; with `suggestNow`, runs Suggest Now.
+// With `info`, waits for the info line. Prints { onOff: { status, off, requests, on, info, invoked } }:
+// the status item's texts (at ready, then after each command), the suggestion while off (null: none),
+// the requests logged while off, the suggestion after, the info line then (null: none), whether
+// Suggest Now sent an Invoked request.
+// CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
+// the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require('playwright-core');
@@ -156,6 +167,77 @@ async function typed(page, config) {
   return { first, words, alone, tabs: alone ? await accept(page) : [] };
 }
 
+const STATUS_ITEM = '.statusbar-item'; // ours: the one whose text starts with "infill:"
+const INVOKED = ' invoked\n'; // the end of the server's -v line for an Invoked inline completion request
+
+/** The text of the extension's status bar item (its icon is not text), once it reads `wanted`. */
+async function statusItem(page, wanted) {
+  const item = page.locator(STATUS_ITEM, { hasText: wanted }).first();
+  await item.waitFor({ timeout: FIRST_ANSWER_MS });
+  return (await item.innerText()).trim();
+}
+
+/** Runs a command by its title from the command palette (F1), as a person does. */
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+/** Runs each [title, status] of `commands` and waits for the status item to read `status`. */
+async function commands(page, steps, status) {
+  for (const [title, wanted] of steps) {
+    await runCommand(page, title);
+    status.push(await statusItem(page, wanted));
+  }
+}
+
+/** Suggestions off (by a command or a setting) while typing a line, then on again. */
+async function onOff(page, config) {
+  const { file, line, text, logs, ready, request, before, after } = config.onOff;
+  await openFile(page, file);
+  await waitForLog(page, logs, ready);
+  const status = [await statusItem(page, 'infill:')];
+  await page.waitForFunction(() => ![...document.querySelectorAll('.statusbar-item')]
+    .some((item) => /infill: (starting|loading)/.test(item.innerText)), null, { timeout: FIRST_ANSWER_MS });
+  status[0] = await statusItem(page, 'infill:');
+  await commands(page, before, status);
+  await page.locator('.monaco-editor .view-lines').first().click();  // the editor has focus again
+  await goTo(page, line, 0);
+  const asked = logCount(logs, request);
+  await page.keyboard.type(text, { delay: KEY_DELAY_MS });
+  await page.waitForTimeout(SETTLE_MS);
+  const off = await shownNow(page);
+  const requests = logCount(logs, request) - asked;
+  await page.keyboard.press('Escape');
+  await commands(page, after, status);
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await goTo(page, line, text.length);
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text.slice(-1));
+  const on = await page.waitForSelector(GHOST, { timeout: ANSWER_MS }).then(shownWith, () => null);
+  // the info line (diffusionInfill.infoLine): an `after` decoration, drawn by CSS, not in innerText
+  const info = await page.waitForFunction(() => {
+    for (const node of document.querySelectorAll('.view-line span')) {
+      const content = getComputedStyle(node, '::after').content;
+      if (content.includes(' steps · ')) {
+        return JSON.parse(content);
+      }
+    }
+    return null;
+  }, null, { timeout: config.onOff.info ? ANSWER_MS : SETTLE_MS }).then((found) => found.jsonValue(), () => null);
+  let invoked = false;  // Suggest Now sends an Invoked request (the server's -v log names its trigger)
+  if (config.onOff.suggestNow) {
+    const asked = logCount(logs, INVOKED);
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'diffusion-infill: Suggest Now');
+    invoked = await waitForLog(page, logs, INVOKED, asked, ANSWER_MS).then(() => true, () => false);
+  }
+  return { status, off, requests, on, info, invoked };
+}
+
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
  * asking again (as a user would) until the server, which starts with the file, offers it. */
 async function fixJson(page, config) {
@@ -180,7 +262,14 @@ async function fixJson(page, config) {
     await page.keyboard.press('ArrowDown');
   }
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => {  // the edit is applied once the editor holds valid JSON
+  await validJson(page);
+  await save(page);
+  return { fixed: true };
+}
+
+/** Waits until the active editor holds valid JSON (an edit was applied). */
+async function validJson(page) {
+  await page.waitForFunction(() => {
     try {
       const view = document.querySelector('.editor-group-container.active .editor-instance .monaco-editor .view-lines');
       JSON.parse(view.innerText.replace(/\u00a0/g, ' '));
@@ -189,8 +278,40 @@ async function fixJson(page, config) {
       return false;
     }
   }, null, { timeout: 120000 });
+}
+
+/** The command palette's commands and the status item's menu, on a broken JSON file: the menu's
+ * entries, Fix Selection (the file saved), Show Log (the server's `ready` line on screen), Restart
+ * Server (a second `ready` in the logs, the item ready again). With `error` (a model that cannot
+ * load): the item reads error, and a click on it shows the log with `error` in it. */
+async function palette(page, config) {
+  const { json, logs, ready, error } = config.palette;
+  const logView = (text) => page.locator('.part.panel .view-lines', { hasText: text }).first()
+    .waitFor({ timeout: ANSWER_MS }).then(() => true, () => false);
+  await openFile(page, json);
+  if (error) {
+    const status = await statusItem(page, 'infill: error');
+    await page.locator(STATUS_ITEM, { hasText: 'infill: error' }).first().click();
+    return { status, logShown: await logView(error) };
+  }
+  await waitForLog(page, logs, ready);
+  const status = [await statusItem(page, 'infill: ready')];
+  await page.locator(STATUS_ITEM, { hasText: 'infill: ready' }).first().click();
+  await page.waitForSelector('.quick-input-list .monaco-list-row');
+  const menu = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).map((row) => row.trim());
+  await page.keyboard.press('Escape');
+  await page.locator('.monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+A');
+  await runCommand(page, 'diffusion-infill: Fix Selection');
+  await validJson(page);
   await save(page);
-  return { fixed: true };
+  await runCommand(page, 'diffusion-infill: Show Log');
+  const logShown = await logView(ready);
+  const before = logCount(logs, ready);
+  await runCommand(page, 'diffusion-infill: Restart Server');
+  await waitForLog(page, logs, ready, before);
+  status.push(await statusItem(page, 'infill: ready'));
+  return { status, menu, logShown };
 }
 
 async function main(configPath) {
@@ -203,6 +324,14 @@ async function main(configPath) {
     try {
       if (config.typing) {
         console.log(JSON.stringify({ typed: await typed(page, config) }));
+        return;
+      }
+      if (config.palette) {
+        console.log(JSON.stringify({ palette: await palette(page, config) }));
+        return;
+      }
+      if (config.onOff) {
+        console.log(JSON.stringify({ onOff: await onOff(page, config) }));
         return;
       }
       await openFile(page, config.python.file);

@@ -9,6 +9,9 @@ export interface Draft {
   text: string;
   step: number;
   final: boolean;
+  source?: string; // model, document or typed_along
+  ms?: number; // since the run (or the answer without one) began
+  confidence?: number | null; // the final completion's estimated chance of being accepted
 }
 
 /** The editor as a draft needs it: the document's uri and version, and the cursor. */

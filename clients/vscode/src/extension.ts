@@ -1,11 +1,14 @@
 // diffusion-infill for VS Code: starts `diffusion-infill serve`; vscode-languageclient (10+)
 // provides its inline completions and code actions, and this file paints the converging
-// `infill/draft` notifications as a decoration until the final item is shown.
+// `infill/draft` notifications as a decoration until the final item is shown (and, when asked
+// for, an info line after it); controls.ts adds the status item, the commands and `enable`.
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, ServerOptions,
 } from 'vscode-languageclient/node';
+import { Controls } from './controls';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
+import { infoLine } from './status';
 import { allowedSection, userValue, workspaceDestination } from './trust';
 
 const SECTION = 'diffusionInfill';
@@ -49,9 +52,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const [command, ...args] = userValue(config.inspect<string[]>('server.command')) as string[];
   // stdio without `transport`: the server speaks stdio by default (it accepts `--stdio` too)
   const serverOptions: ServerOptions = { command, args };
+  let controls: Controls | undefined;
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
     initializationOptions: { [SECTION]: await settingsForServer(context) },
+    middleware: {  // diffusionInfill.enable: a language that is off is not even asked about
+      provideInlineCompletionItems: (document, position, inline, token, next) =>
+        controls?.suggests(document.languageId) === false ? undefined : next(document, position, inline, token),
+    },
   };
   // The server's keys only, pushed on change: the whole section (synchronize.configurationSection)
   // would also send the extension's own keys (server.command, showDrafts, trace), which the server
@@ -61,19 +69,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
   };
   client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
+  controls = new Controls(client);
 
   const decoration = vscode.window.createTextEditorDecorationType({
     after: { color: new vscode.ThemeColor('editorGhostText.foreground'), fontStyle: 'italic' },
   });
+  const info = vscode.window.createTextEditorDecorationType({
+    after: { color: new vscode.ThemeColor('editorCodeLens.foreground'), margin: '0 0 0 2em' },
+  });
   let shown: { editor: vscode.TextEditor; ghost: Ghost } | undefined;
-  const clear = () => {
+  let informed: vscode.TextEditor | undefined;
+  const clearDraft = () => {
     shown?.editor.setDecorations(decoration, []);
     shown = undefined;
   };
+  const clear = () => {
+    clearDraft();
+    informed?.setDecorations(info, []);
+    informed = undefined;
+  };
+  const inform = (editor: vscode.TextEditor, draft: Draft) => {
+    const end = editor.document.lineAt(draft.position.line).range.end;
+    editor.setDecorations(info, [{ range: new vscode.Range(end, end), renderOptions: { after: { contentText: infoLine(draft) } } }]);
+    informed = editor;
+  };
   const paint = (draft: Draft) => {
-    if (!vscode.workspace.getConfiguration(SECTION).get<boolean>('showDrafts', true)) {
-      return;
-    }
+    const config = vscode.workspace.getConfiguration(SECTION);
     const editor = vscode.window.activeTextEditor;
     const state = editor && {
       uri: editor.document.uri.toString(),
@@ -81,8 +102,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       cursor: editor.selection.active,
     };
     const ghost = ghostFor(draft, state);
+    if (ghost === null && editor && draft.final && draft.text && config.get<boolean>('infoLine', false)) {
+      inform(editor, draft);
+    }
+    if (!config.get<boolean>('showDrafts', true)) {
+      return;
+    }
     if (ghost === null) {
-      clear();
+      clearDraft();
     } else if (ghost && editor && !sameGhost(ghost, shown?.ghost)) {
       const at = new vscode.Position(ghost.line, ghost.character);
       editor.setDecorations(decoration, [{ range: new vscode.Range(at, at), renderOptions: { after: { contentText: label(ghost) } } }]);
@@ -92,6 +119,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     decoration,
+    info,
+    controls,
     client.onNotification('infill/draft', paint),
     vscode.window.onDidChangeTextEditorSelection(clear),
     vscode.workspace.onDidChangeTextDocument(clear),

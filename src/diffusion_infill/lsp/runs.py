@@ -21,8 +21,9 @@ Runs live on the asyncio loop; only `Job`s cross to the engine thread.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from lsprotocol.types import Position
 
@@ -55,10 +56,11 @@ class Run:
     sent: str | None = None  # text of the last draft notified, so only changes are sent
     waiters: int = 0
     kept: Draft | None = None  # the suggestion cache's completion for this context: the first item
+    started: float = field(default_factory=time.monotonic)  # when the run began, for its drafts' elapsed time
 
 
-# (key, position, draft) -> None: sends one infill/draft notification
-Publish = Callable[[RunKey, Position, Draft], None]
+# (key, position, draft, milliseconds since the run or the answer began) -> None: sends one infill/draft notification
+Publish = Callable[[RunKey, Position, Draft, float], None]
 
 
 class Runs:
@@ -74,13 +76,14 @@ class Runs:
         done = self._done.get(key.uri)
         if done is not None and done[0] == key:
             return done[1]
+        started = time.monotonic()
         answer = self._policy.answer(request, self._asked(key))
         if not answer.run:
-            return self._without_run(key, position, answer.kept)
+            return self._without_run(key, position, answer.kept, started)
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
-            if run.latest is not None:
-                self._publish(run.key, run.position, run.latest)  # the joining client sees the live state at once
+            if run.latest is not None:  # the joining client sees the live state at once
+                self._publish(run.key, run.position, run.latest, _since(run.started))
         else:
             self.invalidate(key.uri)
             run = self._start(key, request, position, answer)
@@ -119,20 +122,20 @@ class Runs:
         return Asked(key.samples, self._threshold(key), key.automatic, document_drafts,
                      self._worker.calibration is not None, quiet_after)
 
-    def _without_run(self, key: RunKey, position: Position, kept: Suggestion | None) -> list[Draft]:
+    def _without_run(self, key: RunKey, position: Position, kept: Suggestion | None, started: float) -> list[Draft]:
         """The answer without a run: the kept completion, or nothing."""
         if kept is None:
             self.invalidate(key.uri)  # an older run of the document is stale all the same
             return []
-        return self._from_cache(key, position, kept)
+        return self._from_cache(key, position, kept, started)
 
-    def _from_cache(self, key: RunKey, position: Position, kept: Suggestion) -> list[Draft]:
+    def _from_cache(self, key: RunKey, position: Position, kept: Suggestion, started: float) -> list[Draft]:
         """A final answer with no run and no denoising step (Draft.step 0)."""
         self.invalidate(key.uri)
         final = _kept_draft(kept)
         offered = [final] if clears_gate(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
-        self._publish(key, position, final if offered else replace(final, text=""))
+        self._publish(key, position, final if offered else replace(final, text=""), _since(started))
         return offered
 
     def _start(self, key: RunKey, request: InfillRequest, position: Position, answer: Answer) -> Run:
@@ -154,7 +157,7 @@ class Runs:
         run.latest = draft
         if draft.text != run.sent:
             run.sent = draft.text
-            self._publish(run.key, run.position, draft)
+            self._publish(run.key, run.position, draft, _since(run.started))
 
     def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
         if self._live.get(run.key.uri) is run:
@@ -182,7 +185,7 @@ class Runs:
             self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
         run.latest = shown
-        self._publish(run.key, run.position, shown)
+        self._publish(run.key, run.position, shown, _since(run.started))
         return offered
 
     def _stop(self, run: Run) -> None:
@@ -196,3 +199,7 @@ class Runs:
 def _kept_draft(kept: Suggestion) -> Draft:
     """The suggestion cache's completion as a final draft that took no denoising step (Draft.step 0)."""
     return Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence, source=kept.source)
+
+
+def _since(started: float) -> float:
+    return (time.monotonic() - started) * 1000

@@ -34,6 +34,7 @@ from diffusion_infill.lsp.positions import UTF16, PositionError
 from diffusion_infill.lsp.protocol import InfillProtocol
 from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
+from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
 from diffusion_infill.lsp.window import bounded
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
@@ -81,22 +82,36 @@ class InfillServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft) -> None:
+    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float) -> None:
         position = {"line": at.line, "character": at.character}
         self.protocol.notify(DRAFT_NOTIFICATION, {"uri": key.uri, "version": key.version, "position": position,
                                                   "text": draft.text, "step": draft.step, "final": draft.final,
-                                                  "source": draft.source})
+                                                  "source": draft.source, "ms": round(ms),
+                                                  "confidence": draft.confidence})
 
     def tell(self, kind: types.MessageType, message: str) -> None:
         """Shows `message` to the user and logs it."""
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffusion-infill: {message}"))
 
+    def publish_status(self, state: str, message: str = "") -> None:
+        """infill/status, and the same line as window/logMessage (lsp.status)."""
+        current = status(self.settings, state, message)
+        self.window_log_message(current.log_message())  # first: a client that sees the status has the line
+        self.protocol.notify(STATUS_NOTIFICATION, current.params())
+
     def server_failed(self, message: str) -> None:
         """The remote engine's server failed: told once, not at every keystroke, until it answers again."""
         if not self.unreachable:
             self.unreachable = True
             self.tell(types.MessageType.Error, f"{message}; inline completion is off until the server answers")
+            self.publish_status(ERROR, message)
+
+    def server_answered(self) -> None:
+        """The remote engine's server answered a completion: if it had failed, it is back."""
+        if self.unreachable:
+            self.unreachable = False
+            self.publish_status(READY, "the server answers again")
 
     def load_model(self) -> None:
         settings, remote = self.settings, self.settings.remote_settings()
@@ -194,7 +209,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     except RemoteError as error:  # the server keeps serving; the user hears of it once
         ls.server_failed(str(error))
         return []
-    ls.unreachable = ls.unreachable and not finals  # answered (superseded runs answer nothing)
+    if finals:  # answered (superseded runs answer nothing)
+        ls.server_answered()
     result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
     ls.telemetry.offered(trigger, len(result))
     return result
@@ -215,10 +231,12 @@ def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
 
 
 async def report_loading(ls: InfillServer) -> None:
-    """window/workDoneProgress while the model loads; window/showMessage if it cannot."""
+    """window/workDoneProgress while the model loads, infill/status before and after; window/showMessage
+    if it cannot."""
     loading, name = ls.loading, ls.settings.model or "the embedded model"
     if loading is None:
         return
+    ls.publish_status(LOADING)
     token = f"diffusion-infill/load/{id(loading)}"
     progress = bool(ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress)
     if progress:
@@ -236,10 +254,13 @@ async def report_loading(ls: InfillServer) -> None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{name}: {done}"))
     if outcome.error is not None:
         ls.tell(types.MessageType.Error, f"could not load the model, inline completion is off: {outcome.error}")
+        if ls.loading is loading:
+            ls.publish_status(ERROR, outcome.error)
     elif outcome.unreachable is not None and ls.loading is loading:
         ls.server_failed(outcome.unreachable)
     elif ls.loading is loading:
         log.info("model ready: %s", outcome.source)
+        ls.publish_status(READY, f"from {outcome.source}")
 
 
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:

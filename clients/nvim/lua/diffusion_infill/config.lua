@@ -6,7 +6,9 @@ M.defaults = {
   filetypes = { 'python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown' },
   root_markers = { '.git' }, -- the workspace root is the nearest folder holding one (else the cwd)
   settings = {}, -- the `diffusionInfill` section: model, device, mode, maxSteps, invokedItems ...
-  auto_trigger = true, -- request while typing in insert mode
+  enabled = true, -- suggestions at all (:DiffusionInfill toggle|enable|disable)
+  auto_trigger = true, -- request while typing in insert mode; vim.b.diffusion_infill_auto_trigger overrides it
+  info = false, -- after a suggestion, an info line at the end of the line: steps, ms, confidence, source
   debounce = 75, -- ms of quiet typing before an automatic request
   native = nil, -- nil: use vim.lsp.inline_completion for final items where it exists (0.12+)
   keymap = { -- insert-mode keys, buffer-local; false disables one
@@ -34,6 +36,15 @@ function M.set(opts)
   end
   M.options.native = M.options.native and vim.lsp.inline_completion ~= nil
   return M.options
+end
+
+--- Whether `buf` asks while typing: suggestions are on and its auto-trigger (its own, else the option) is.
+function M.auto_trigger(buf)
+  local own = vim.b[buf].diffusion_infill_auto_trigger
+  if own == nil then
+    own = M.options.auto_trigger
+  end
+  return M.options.enabled and own
 end
 
 return M

@@ -8,7 +8,7 @@ local M = {}
 
 M.ns = api.nvim_create_namespace('diffusion_infill')
 M.client_name = 'diffusion_infill'
-local MARK = 1 -- the extmark id, reused in every buffer
+local MARK, INFO = 1, 2 -- the extmark ids (the suggestion, its info line), reused in every buffer
 local AUTOMATIC, INVOKED = 2, 1 -- lsp.InlineCompletionTriggerKind
 local has_011 = vim.fn.has('nvim-0.11') == 1
 
@@ -22,6 +22,7 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 ---@field request? {id: integer, client: vim.lsp.Client, tick: integer, cursor: integer[]}
 ---@field timer? uv.uv_timer_t
 ---@field at? integer[] the cursor when the text or cursor last changed
+---@field info? boolean the info line of the last suggestion is shown
 local states = {} ---@type table<integer, diffusion_infill.State>
 
 local function state(buf)
@@ -156,6 +157,10 @@ function M.reset(buf)
   if st then
     st.items, st.index, st.counted, st.kept = {}, 1, nil, nil
   end
+  if st and st.info then
+    pcall(api.nvim_buf_del_extmark, buf, M.ns, INFO)
+    st.info = nil
+  end
 end
 
 --- The text an item adds at the cursor: its insertText without the text it replaces that is
@@ -201,7 +206,7 @@ end
 function M.request(buf, kind)
   buf = buf or api.nvim_get_current_buf()
   local client = M.client(buf)
-  if not client or not in_insert() then
+  if not client or not in_insert() or not config.options.enabled then
     return
   end
   cancel(buf)
@@ -285,6 +290,23 @@ local function paint(buf, draft, client)
   show(buf, row, col, draft.text, 'DiffusionInfillDraft')
 end
 
+--- The info line of a final draft with text: at the end of the cursor's line, while it is the
+--- line, version and insert mode the draft is for (config `info`).
+local function show_info(buf, draft)
+  if not config.options.info or not draft.final or draft.text == '' or api.nvim_get_current_buf() ~= buf
+      or not in_insert() or draft.version ~= vim.lsp.util.buf_versions[buf] or cursor()[1] ~= draft.position.line then
+    return
+  end
+  local confidence = type(draft.confidence) == 'number' and ('%.2f'):format(draft.confidence) or '-'
+  local line = (' %d steps · %d ms · confidence %s · %s'):format(draft.step, draft.ms or 0, confidence, draft.source)
+  api.nvim_buf_set_extmark(buf, M.ns, draft.position.line, 0, {
+    id = INFO,
+    virt_text = { { line, 'DiffusionInfillInfo' } },
+    virt_text_pos = 'eol',
+  })
+  state(buf).info = true
+end
+
 --- `infill/draft` handler: repaints the converging draft, then fires `User DiffusionInfillDraft`
 --- (data: the notification's params) for statuslines and tests.
 function M.on_draft(_, draft, ctx)
@@ -292,6 +314,7 @@ function M.on_draft(_, draft, ctx)
   local client = vim.lsp.get_client_by_id(ctx.client_id)
   if client then
     paint(buf, draft, client)
+    show_info(buf, draft)
   end
   api.nvim_exec_autocmds('User', { pattern = 'DiffusionInfillDraft', data = draft, modeline = false })
 end
@@ -402,7 +425,7 @@ function M.attach(buf)
       return -- the partial accept's own edit: its rest stays shown
     end
     M.reset(buf)
-    if opts.auto_trigger and not opts.native then
+    if config.auto_trigger(buf) and not opts.native then
       M.schedule(buf)
     end
   end

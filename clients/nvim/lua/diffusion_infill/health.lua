@@ -48,13 +48,17 @@ function M.check()
     health.warn('server not running: open a file of a configured filetype')
   end
   for _, client in ipairs(clients) do
-    local status = require('diffusion_infill').status[client.id] or 'starting'
+    local server = require('diffusion_infill').servers[client.id] or { state = 'starting' }
     local stopped = client.is_stopped and (vim.fn.has('nvim-0.11') == 1 and client:is_stopped() or client.is_stopped())
-    local report = stopped and health.error or health.ok
+    local report = (stopped or server.state == 'error') and health.error or health.ok
     local pid = server_pid(cmd)
-    report(('server running (client %d%s, %s): %s'):format(client.id, pid and (', pid ' .. pid) or '',
-      client.offset_encoding, status))
+    local model = server.model and (' %s (engine %s)'):format(server.model, server.engine) or ''
+    local message = server.message and server.message ~= '' and ('; ' .. server.message) or ''
+    report(('server running (client %d%s, %s): %s%s%s'):format(client.id, pid and (', pid ' .. pid) or '',
+      client.offset_encoding, server.state, model, message))
   end
+  health.info(('suggestions %s, auto-trigger %s'):format(opts.enabled and 'on' or 'off',
+    opts.auto_trigger and 'on' or 'off'))
 end
 
 return M

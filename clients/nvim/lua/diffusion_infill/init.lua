@@ -8,7 +8,16 @@ local ghost = require('diffusion_infill.ghost')
 local api = vim.api
 local M = {}
 
-M.status = {} ---@type table<integer, string> client id -> last progress or error message
+---@class diffusion_infill.Server the server's last `infill/status` (docs/protocol.md)
+---@field state string 'loading', 'ready' or 'error'; 'starting' until the first one comes
+---@field engine? string
+---@field model? string
+---@field message? string
+M.servers = {} ---@type table<integer, diffusion_infill.Server> client id -> its state
+M.log = {} ---@type string[] the server's window/logMessage and window/showMessage lines, the last LOG_LINES
+local LOG_LINES = 500
+local LOG_NAME = 'diffusion-infill://log'
+local MESSAGE_TYPES = { 'ERROR', 'WARNING', 'INFO', 'LOG', 'DEBUG' } -- lsp.MessageType, from 1
 
 local function native()
   return config.options.native
@@ -214,6 +223,13 @@ local function resolve_answer(handler)
   end
 end
 
+--- Whether an inline completion request may go out: suggestions are on and, for one sent while
+--- typing (Automatic), its buffer asks while typing.
+local function asked(params)
+  local automatic = params.context and params.context.triggerKind == 2 -- lsp.InlineCompletionTriggerKind.Automatic
+  return config.options.enabled and (not automatic or config.auto_trigger(vim.uri_to_bufnr(params.textDocument.uri)))
+end
+
 --- Wraps the answers of this client's requests, whoever sends them (0.11+: client:request).
 local function wrap_requests(client)
   if client._diffusion_infill_request or vim.fn.has('nvim-0.11') == 0 then
@@ -222,6 +238,9 @@ local function wrap_requests(client)
   local request = client.request
   client._diffusion_infill_request = request
   client.request = function(self, method, params, handler, ...)
+    if method == 'textDocument/inlineCompletion' and not asked(params) then
+      return false -- off, or this buffer asks only on demand: whoever sends it, it is not sent
+    end
     if handler and method == 'textDocument/inlineCompletion' and native() then
       local buf = vim.uri_to_bufnr(params.textDocument.uri)
       if buf ~= api.nvim_get_current_buf() then
@@ -242,7 +261,7 @@ local function on_attach(client, buf)
   map_keys(buf)
   wrap_requests(client)
   if native() then
-    vim.lsp.inline_completion.enable(true, { bufnr = buf })
+    vim.lsp.inline_completion.enable(config.auto_trigger(buf), { bufnr = buf })
     api.nvim_create_autocmd('TextChangedI', {
       group = api.nvim_create_augroup('diffusion_infill_native_' .. buf, { clear = true }),
       buffer = buf,
@@ -253,10 +272,29 @@ local function on_attach(client, buf)
   end
 end
 
-local function on_progress(_, result, ctx)
-  local value = result and result.value or {}
-  if value.message or value.title then
-    M.status[ctx.client_id] = value.message or value.title
+--- Keeps the server's line for :DiffusionInfill log.
+local function remember(kind, message)
+  table.insert(M.log, ('%s [%s] %s'):format(os.date('%H:%M:%S'), MESSAGE_TYPES[kind] or 'LOG', message))
+  if #M.log > LOG_LINES then
+    table.remove(M.log, 1)
+  end
+end
+
+local function status_changed()
+  api.nvim_exec_autocmds('User', { pattern = 'DiffusionInfillStatus', modeline = false })
+  vim.cmd.redrawstatus({ bang = true })
+end
+
+local function on_status(_, result, ctx)
+  M.servers[ctx.client_id] = result
+  status_changed()
+end
+
+--- Passes a window/* message on to Neovim's own handler after keeping it for :DiffusionInfill log.
+local function logged(method)
+  return function(err, result, ctx)
+    remember(result.type, result.message)
+    return vim.lsp.handlers[method](err, result, ctx)
   end
 end
 
@@ -281,10 +319,9 @@ local function client_config(buf)
     settings = next(opts.settings) and { diffusionInfill = opts.settings } or nil,
     handlers = {
       ['infill/draft'] = ghost.on_draft,
-      ['window/showMessage'] = function(err, result, ctx)
-        M.status[ctx.client_id] = result.message
-        return vim.lsp.handlers['window/showMessage'](err, result, ctx)
-      end,
+      ['infill/status'] = on_status,
+      ['window/showMessage'] = logged('window/showMessage'),
+      ['window/logMessage'] = logged('window/logMessage'),
     },
     on_attach = on_attach,
   }
@@ -299,6 +336,158 @@ function M.start(buf)
   return vim.lsp.start(client_config(buf), { bufnr = buf })
 end
 
+--- The buffers attached to the server.
+local function attached()
+  local buffers = {}
+  for _, client in ipairs(vim.lsp.get_clients({ name = ghost.client_name })) do
+    vim.list_extend(buffers, vim.tbl_keys(client.attached_buffers))
+  end
+  return buffers
+end
+
+--- After suggestions or `buf`'s auto-trigger were switched: nothing stale stays shown, and
+--- vim.lsp.inline_completion asks while typing only where the buffer does.
+local function switched(buf)
+  ghost.reset(buf)
+  if native() then
+    native_hide(buf)
+    vim.lsp.inline_completion.enable(config.auto_trigger(buf), { bufnr = buf })
+  end
+end
+
+--- Suggestions on (`on` true) or off everywhere, until switched again.
+function M.enable(on)
+  config.options.enabled = on ~= false
+  for _, buf in ipairs(attached()) do
+    switched(buf)
+  end
+  status_changed()
+  vim.notify('diffusion-infill: ' .. (config.options.enabled and 'on' or 'off'))
+end
+
+function M.disable()
+  M.enable(false)
+end
+
+function M.toggle()
+  M.enable(not config.options.enabled)
+end
+
+--- Switches `buf`'s auto-trigger (vim.b.diffusion_infill_auto_trigger); the trigger key still asks.
+function M.toggle_auto_trigger(buf)
+  buf = buf or api.nvim_get_current_buf()
+  vim.b[buf].diffusion_infill_auto_trigger = not config.auto_trigger(buf)
+  switched(buf)
+  status_changed()
+  vim.notify('diffusion-infill: auto-trigger ' .. (vim.b[buf].diffusion_infill_auto_trigger and 'on' or 'off'))
+end
+
+--- For a statusline: 'infill: starting', 'infill: loading', 'infill: ready', 'infill: error',
+--- 'infill: off', 'infill: ready, on demand' (this buffer's auto-trigger is off); '' where no server runs.
+function M.status(buf)
+  buf = buf or api.nvim_get_current_buf()
+  local client = ghost.client(buf)
+  if not client then
+    return ''
+  elseif not config.options.enabled then
+    return 'infill: off'
+  end
+  local state = (M.servers[client.id] or {}).state or 'starting'
+  if state == 'ready' and not config.auto_trigger(buf) then
+    return 'infill: ready, on demand'
+  end
+  return 'infill: ' .. state
+end
+
+--- :DiffusionInfill status: the state, the model, the engine and what the server said last.
+function M.print_status()
+  local buf = api.nvim_get_current_buf()
+  local client = ghost.client(buf)
+  local server = client and M.servers[client.id] or {}
+  local parts = { client and M.status(buf) or 'infill: no server for this buffer' }
+  if server.model then
+    parts[#parts + 1] = ('%s (engine %s)'):format(server.model, server.engine)
+  end
+  if server.message and server.message ~= '' then
+    parts[#parts + 1] = server.message
+  end
+  vim.notify(table.concat(parts, '; '))
+end
+
+local function is_stopped(client)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
+end
+
+local function stop(client, force)
+  if vim.fn.has('nvim-0.11') == 1 then
+    client:stop(force)
+  else
+    client.stop(force)
+  end
+end
+
+--- Stops the server and starts it again for the buffers it served (a stuck or failed load, a
+--- server updated on disk).
+function M.restart()
+  for _, client in ipairs(vim.lsp.get_clients({ name = ghost.client_name })) do
+    local buffers = vim.tbl_keys(client.attached_buffers)
+    M.servers[client.id] = nil
+    stop(client)
+    local timer, waited = assert(vim.uv.new_timer()), 0
+    timer:start(50, 50, vim.schedule_wrap(function()
+      waited = waited + 50
+      if not is_stopped(client) then
+        if waited == 3000 then
+          stop(client, true) -- it did not exit when asked
+        end
+        return
+      end
+      timer:stop()
+      timer:close()
+      for _, buf in ipairs(buffers) do
+        if api.nvim_buf_is_valid(buf) then
+          M.start(buf)
+        end
+      end
+      status_changed()
+    end))
+  end
+end
+
+--- :DiffusionInfill log: the server's messages in a scratch window.
+function M.show_log()
+  local lines = { ("-- diffusion-infill: the server's messages (Neovim's LSP log: %s)"):format(vim.lsp.log.get_filename()) }
+  for _, entry in ipairs(M.log) do
+    vim.list_extend(lines, vim.split(entry, '\n', { plain = true }))
+  end
+  local shown = vim.fn.bufnr(LOG_NAME)
+  if shown ~= -1 then
+    api.nvim_buf_delete(shown, { force = true }) -- shown again, with what came since
+  end
+  vim.cmd('botright split')
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  api.nvim_win_set_buf(0, buf)
+  vim.bo[buf].bufhidden, vim.bo[buf].modifiable = 'wipe', false
+  api.nvim_buf_set_name(buf, LOG_NAME)
+end
+
+local subcommands = {
+  trigger = function() M.trigger() end,
+  dismiss = function() M.dismiss() end,
+  start = function() M.start() end,
+  status = M.print_status,
+  toggle = M.toggle,
+  enable = function() M.enable(true) end,
+  disable = M.disable,
+  toggle_auto = function() M.toggle_auto_trigger() end,
+  restart = M.restart,
+  log = M.show_log,
+}
+
 --- Ghost text colours, for true colour and 256-colour terminals (the default colour scheme gives
 --- Comment and NonText no cterm colour: ghost text would look like code). The converging draft
 --- is darker than the final item. vim.lsp.inline_completion draws its item as ComplHint (a
@@ -307,6 +496,7 @@ local function highlights()
   api.nvim_set_hl(0, 'DiffusionInfillGhost', { fg = '#9b9ea4', ctermfg = 248, italic = true, default = true })
   api.nvim_set_hl(0, 'DiffusionInfillDraft', { fg = '#5c6066', ctermfg = 240, italic = true, default = true })
   api.nvim_set_hl(0, 'DiffusionInfillCount', { link = 'MoreMsg', default = true }) -- ' (2/3)' when cycling
+  api.nvim_set_hl(0, 'DiffusionInfillInfo', { link = 'Comment', default = true }) -- the info line
   if native() and api.nvim_get_hl(0, { name = 'ComplHint' }).link == 'NonText' then
     api.nvim_set_hl(0, 'ComplHint', { link = 'DiffusionInfillGhost' })
   end
@@ -324,14 +514,6 @@ function M.setup(opts)
       M.start(ev.buf)
     end,
   })
-  api.nvim_create_autocmd('LspProgress', {
-    group = group,
-    callback = function(ev)
-      if is_ours(ev) then
-        on_progress(nil, ev.data.params, { client_id = ev.data.client_id })
-      end
-    end,
-  })
   api.nvim_create_autocmd('LspDetach', {
     group = group,
     callback = function(ev)
@@ -342,16 +524,12 @@ function M.setup(opts)
   })
   api.nvim_create_user_command('DiffusionInfill', function(cmd)
     local sub = cmd.fargs[1] or 'trigger'
-    if sub == 'trigger' then
-      M.trigger()
-    elseif sub == 'dismiss' then
-      M.dismiss()
-    elseif sub == 'start' then
-      M.start()
+    if subcommands[sub] then
+      subcommands[sub]()
     else
       vim.notify('diffusion-infill: unknown subcommand ' .. sub, vim.log.levels.ERROR)
     end
-  end, { nargs = '?', complete = function() return { 'trigger', 'dismiss', 'start' } end })
+  end, { nargs = '?', complete = function() return vim.tbl_keys(subcommands) end })
   for _, buf in ipairs(api.nvim_list_bufs()) do
     if api.nvim_buf_is_loaded(buf) then
       M.start(buf)
