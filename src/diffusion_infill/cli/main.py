@@ -230,7 +230,7 @@ def _fix(args: argparse.Namespace) -> int:
     from diffusion_infill.cli.fix import Selection, pick_kind, run
     from diffusion_infill.engine.repair.fixes import Fixer
 
-    text = read_text(args.path)
+    text = read_text(args.path, exact=True)
     selection = Selection.parse(args.range, text)
     kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
     ranged = args.range is not None

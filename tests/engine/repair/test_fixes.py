@@ -87,7 +87,7 @@ def test_fix_json_without_any_valid_candidate_changes_nothing(repairer):
     text = ":,]"  # no value at all: the structure repair declines, diffusion gets no room
     result = Fixer(DiffusionRepairer(repairer.loaded, RepairSettings(max_canvas=4))).fix_json(text)
     assert not result.fixed and result.text == text
-    assert "valid JSON" in result.reason
+    assert "not JSON" in result.reason
 
 
 def test_fix_jsonc_keeps_every_comment_where_fix_json_drops_them(repairer):

@@ -217,11 +217,12 @@ class Fixer:
             return FixResult(text, False, "the selection is empty")
         if json_valid(text, jsonc):
             return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
-        candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
-        if structural is not None:
-            candidates.append(Candidate(structural, "structure"))
-            candidates += self._diffusion(text, changed_spans(text, structural), around)
+        if structural is None:
+            return FixResult(text, False, "the selection is nested too deeply to repair" if jsonfix.too_deep(text)
+                             else f"the selection is not {dialect}: there is no {dialect} value in it")
+        candidates = [Candidate(structural, "structure")]
+        candidates += self._diffusion(text, changed_spans(text, structural), around)
         damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
         candidates += self._diffusion(text, damaged, around)
         return _result(text, candidates, rank_json(text, candidates, jsonc),

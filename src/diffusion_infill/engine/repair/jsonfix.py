@@ -31,7 +31,11 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
 _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 _BLANKS = re.compile(r"[ \t]*")
-_OPENERS = {"{": "}", "[": "]"}
+_SPACES = re.compile(r"\s*")
+# Nesting the repair declines: its recursion would pass Python's default limit (1000 frames) about here.
+_MAX_DEPTH = 300
+_OPENERS = {"{": "}", "[": "]", "(": ")"}  # a parenthesised tuple is an array
+_AS_JSON = {"(": "[", ")": "]"}
 # The quotes a string may be opened with, and the ones that close it: typographic quotes
 # (word processors, chat replies) pair with their closing shape or with themselves.
 _CLOSING = {'"': '"', "'": "'", "\u201c": "\u201d\u201c", "\u201d": "\u201d", "\u2018": "\u2019\u2018",
@@ -47,6 +51,8 @@ _STRUCTURE_AFTER_COMMA = re.compile(
 # followed by `/` is a URL's, after digits a time's.
 _KEY_AHEAD = re.compile(r"[A-Za-z_$][\w$-]*\s*:(?![/\d])")
 _STRUCTURE = frozenset("{}[]:,")
+_DECODER = json.JSONDecoder()
+_LETTER = re.compile(r"[^\W\d_]")
 _HAS_VALUE = re.compile(r"[\w{\[]")
 # A fenced code block (an LLM reply, a Markdown excerpt): the JSON is what it fences.
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
@@ -56,7 +62,7 @@ _PROSE = re.compile(r"[^\W\d][^\n\"'{}\[\]()]*?\s[^\n\"'{}\[\]()]*?[:.!]?\s*", r
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # "space", "comment" (// and /* */), "punct", "string", "number", "word", "junk"
+    kind: str  # "space", "comment" (// and /* */), "hash" (a # comment), "punct", "string", "number", "word", "junk"
     text: str  # the JSON text to write for it ("" for junk; a comment's own text)
     start: int  # offset in the original text
     end: int
@@ -70,7 +76,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def _body(raw: str, quote: str) -> str:
     """The inside of a JSON string for the inside of a string quoted with `quote`: every character
     kept, as what it is (a backslash that starts no JSON escape is a backslash; a backslash before a
-    line break continues the line, as in JavaScript)."""
+    line break escapes it: the line break is kept, as `\\n`)."""
     chars, index = [], 0
     controls = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
     while index < len(raw):
@@ -78,6 +84,7 @@ def _body(raw: str, quote: str) -> str:
         if char == "\\" and index + 1 < len(raw):
             escaped = raw[index + 1]
             if (line_break := _LINE_BREAK.match(raw, index + 1)) is not None:
+                chars += [controls[char] for char in line_break.group()]
                 index = line_break.end()
                 continue
             if escaped == "'" or (quote != '"' and escaped in _CLOSING[quote]):
@@ -112,16 +119,17 @@ def _ends_string(text: str, index: int) -> bool:
     return text[index - 1] in " \t" and _KEY_AHEAD.match(text, index) is not None
 
 
-def _continues_on_next_line(text: str, line_start: int, closers: str) -> bool:
+def _continues_on_next_line(text: str, line_start: int, closers: str, key: bool) -> bool:
     """A line break written inside a string: the next line holds only text up to a closing quote
-    that ends the string (`"line one` / `line two",`)."""
+    that ends the string (`"line one` / `line two",`), or, for a `key`, that a colon follows
+    (`"first` / `name": "Ada"`)."""
     end = _LINE_BREAK.search(text, line_start)
     line = text[line_start : len(text) if end is None else end.start()]
     close = next((i for i, char in enumerate(line) if char in closers), None)
     if close is None or not line[:close].strip() or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
         return False
     after = line_start + close + 1
-    return _ends_string(text, after) and text[after:].lstrip(" \t")[:1] != ":"
+    return _ends_string(text, after) and (key or text[after:].lstrip(" \t")[:1] != ":")
 
 
 def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
@@ -141,6 +149,19 @@ def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
         and text[following + 1 :].lstrip(" \t")[:1] != ":"
 
 
+def _text_goes_on(text: str, index: int, closers: str) -> bool:
+    """After a quote that would end a string already holding a stray quote: its line goes on with
+    words, no key, and a quote that ends the string (`"say "hi", then go"`, `"see "b" } here"`), so
+    that quote, not this one, is the end."""
+    line_break = _LINE_BREAK.search(text, index)
+    line = text[index : len(text) if line_break is None else line_break.start()]
+    close = next((i for i, char in enumerate(line) if char in _QUOTES), None)
+    if close is None or line[close] not in closers or ":" in line[:close] or not _LETTER.search(line[:close]):
+        return False
+    after = index + close + 1
+    return _ends_string(text, after) and text[after:].lstrip(" \t")[:1] != ":"
+
+
 def _opens_next_string(text: str, quote: int, closers: str) -> bool:
     """Whether the quote at `quote` reads as the opening of the next string (the one before it
     lost its closing quote): the next quote closes that string where structure follows."""
@@ -148,6 +169,28 @@ def _opens_next_string(text: str, quote: int, closers: str) -> bool:
     while index < len(text) and text[index] not in closers and text[index] not in "\r\n":
         index += 2 if text[index] == "\\" else 1
     return index < len(text) and text[index] in closers and _ends_string(text, index + 1)
+
+
+def _quoted_document_end(text: str, index: int, closers: str) -> int | None:
+    """A JSON object or array written inside a string without escaping its quotes (`"{"k": "v"}"`):
+    the offset of the quote right after it that ends the string, else None."""
+    if text[index : index + 1] not in ("{", "["):
+        return None
+    try:
+        end = _DECODER.raw_decode(text, index)[1]
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if text[end : end + 1] and text[end] in closers and _ends_string(text, end + 1):
+        return end
+    return None
+
+
+def _in_key_place(text: str, start: int) -> bool:
+    """Whether a string at `start` stands where an object's key does: after `{` or a comma."""
+    index = start - 1
+    while index >= 0 and text[index].isspace():
+        index -= 1
+    return index >= 0 and text[index] in "{,"
 
 
 def _string_end(text: str, start: int) -> tuple[int, bool]:
@@ -160,6 +203,8 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
     end, the string is unclosed and runs to its line's end, inner quotes included.
     """
     closers = _CLOSING[text[start]]
+    if (quoted := _quoted_document_end(text, start + 1, closers)) is not None:
+        return quoted, True
     index, first = start + 1, None
     while index < len(text):
         char = text[index]
@@ -167,7 +212,8 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             index += 2
             continue
         if char in closers:
-            inner = _text_follows_parenthesis(text, index + 1, closers)
+            inner = _text_follows_parenthesis(text, index + 1, closers) \
+                or (first is not None and _text_goes_on(text, index + 1, closers))
             if _ends_string(text, index + 1) and not inner:
                 if first is None:
                     return index, True
@@ -180,7 +226,7 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             first = index if first is None else first
         elif char in "\r\n":
             line_break = _LINE_BREAK.match(text, index)
-            if first is None and _continues_on_next_line(text, line_break.end(), closers):
+            if first is None and _continues_on_next_line(text, line_break.end(), closers, _in_key_place(text, start)):
                 index = line_break.end()  # the line break is part of the string
                 continue
             break
@@ -240,10 +286,10 @@ def token_at(text: str, index: int) -> Token:
             end += 1
         return Token("space", _space(text[index:end].replace("\ufeff", "")), index, end)
     if text.startswith("//", index) or char == "#":
-        end = text.find("\n", index)
-        end = len(text) if end == -1 else end
-        # a JSONC comment; `#` starts junk (dropped, in JSONC too)
-        return Token("comment", text[index:end], index, end) if char == "/" else Token("junk", "", index, end)
+        line_break = _LINE_BREAK.search(text, index)  # a lone carriage return ends a line too
+        end = len(text) if line_break is None else line_break.start()
+        # a JSONC comment; a `#` comment is not JSONC's (dropped, in JSONC too)
+        return Token("comment" if char == "/" else "hash", text[index:end], index, end)
     if text.startswith("/*", index):
         end = text.find("*/", index + 2)
         end = len(text) if end == -1 else end + 2
@@ -334,7 +380,8 @@ class _Writer:
         """The held spaces and tabs before a comment left out at the end of its line, and the line
         break before them when it stood alone: no trailing space and no blank line are left."""
         held = "".join(self.space).rstrip(" \t")
-        self.space = [held.removesuffix("\n")]
+        line_break = re.search(r"(\r\n|\r|\n)\Z", held)
+        self.space = [held if line_break is None else held[: line_break.start()]]
 
     def text(self) -> str:
         return "".join(self.pieces + self.space)
@@ -348,6 +395,7 @@ class _Parser:
         self.next: Token | None = None  # the token at `position`, once read
         self.out = _Writer()
         self.stack: list[str] = []  # closers of the open containers, innermost last
+        self.closed_object: int | None = None  # where the closer of the object that closed last was written
 
     def _current(self) -> Token | None:
         if self.position >= len(self.text):
@@ -361,7 +409,7 @@ class _Parser:
         while (token := self._current()) is not None:
             if token.kind == "space" or (token.kind == "comment" and self.jsonc):
                 self.out.space.append(token.text)  # held back like whitespace: an inserted comma lands before it
-            elif token.kind == "comment":
+            elif token.kind in ("comment", "hash"):
                 self.position = self._drop_comment(token)
                 continue
             elif token.kind != "junk":
@@ -393,7 +441,7 @@ class _Parser:
             return
         if token.kind == "punct" and token.text in _OPENERS:
             self.take()
-            self.out.emit(token.text)
+            self.out.emit(_AS_JSON.get(token.text, token.text))
             self.container(_OPENERS[token.text])
         elif token.kind == "word" and self.call(token):
             return
@@ -445,14 +493,25 @@ class _Parser:
             self.out.pieces[-1] = self.out.pieces[-1][:-1] + following.text[1:]
             self.out.space = space  # the space around `+` goes with it
 
+    def _token_after(self, offset: int) -> Token | None:
+        start = _SPACES.match(self.text, offset).end()
+        return token_at(self.text, start) if start < len(self.text) else None
+
     def _value_follows(self, offset: int) -> bool:
         """Whether a JSON value (not prose) starts after `offset`: `1,2,3` is a list, `{...}, thanks` is not."""
-        rest = self.text[offset:].lstrip()
-        if not rest:
+        token = self._token_after(offset)
+        return token is not None and (_starts_value(token) or (token.kind == "punct" and token.text in _OPENERS))
+
+    def _member_follows(self, offset: int) -> bool:
+        """Whether a key and its colon follow `offset`, after a comma, right after an object closed."""
+        if self.closed_object != len(self.out.pieces) - 1:
             return False
-        token = token_at(rest, 0)
-        return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) \
-            or (token.kind == "punct" and token.text in _OPENERS)
+        token = self._token_after(offset)
+        return token is not None and token.kind in ("string", "word") and _colon_after(self.text, token.end)
+
+    def _on_next_line(self) -> bool:
+        """Whether a line break stands between what was written last and the next token."""
+        return any("\n" in space or "\r" in space for space in self.out.space)
 
     def key(self, token: Token) -> None:
         self.take()
@@ -461,24 +520,28 @@ class _Parser:
 
     def container(self, closer: str) -> None:
         self.stack.append(closer)
-        is_object, need_comma = closer == "}", False
+        is_object, need_comma, written = closer == "}", False, _AS_JSON.get(closer, closer)
         while True:
             token = self.peek()
             if token is None:
-                self.out.insert(closer)  # truncated text: close what is open
+                self.out.insert(written)  # truncated text: close what is open
                 break
-            if token.kind == "punct" and token.text in "]}":
+            if token.kind == "punct" and token.text in "]})":
                 if token.text == closer:
                     self.take()
-                    self.out.emit(closer)
+                    self.out.emit(written)
+                    self.closed_object = len(self.out.pieces) - 1 if is_object else None
                     break
                 if token.text in self.stack:  # an outer container closes: this one lost its closer
-                    self.out.insert(closer)
+                    self.out.insert(written)
                     break
                 self.take()  # a closer that closes nothing
                 continue
-            if token.kind == "punct" and token.text in ",:()+":
-                self.take()  # a comma with no value before it, a stray colon, parenthesis or plus
+            if token.kind == "punct" and token.text in ",:+":
+                self.take()  # a comma with no value before it, a stray colon or plus
+                continue
+            if not is_object and self.reopen_object(token):
+                need_comma = not self.after_item()
                 continue
             if is_object and token.kind == "punct" and token.text in _OPENERS:
                 # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
@@ -493,6 +556,17 @@ class _Parser:
                 self.value()
             need_comma = not self.after_item()
         self.stack.pop()
+
+    def reopen_object(self, token: Token) -> bool:
+        """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
+        too early, so its closer is taken back and its members go on; False when that is not so."""
+        closed = self.closed_object
+        if closed is None or token.kind not in ("string", "word") or not _colon_after(self.text, token.end) \
+                or "".join(self.out.pieces[closed + 1 :]).strip() != ",":
+            return False
+        del self.out.pieces[closed]
+        self.container("}")
+        return True
 
     def member(self, token: Token) -> None:
         self.key(token)
@@ -533,10 +607,15 @@ class _Parser:
         self.value()
         values = 1
         while (token := self.peek()) is not None:
-            if token.kind == "punct" and token.text in _OPENERS:
+            if (token.kind == "punct" and token.text in _OPENERS) or (_starts_value(token) and self._on_next_line()):
                 self.out.insert(",")
                 self.value()
                 values += 1
+                continue
+            if token.kind == "punct" and token.text == "," and self._member_follows(token.end):
+                self.take()
+                self.out.emit(",")
+                self.reopen_object(self.peek())
                 continue
             if token.kind == "punct" and token.text == "," and self._value_follows(token.end):
                 self.take()
@@ -553,6 +632,16 @@ class _Parser:
             self.out.pieces.insert(0, "[")
             self.out.insert("]")
         return self.out.text()
+
+
+def _colon_after(text: str, index: int) -> bool:
+    index = _BLANKS.match(text, index).end()
+    return text[index : index + 1] == ":"
+
+
+def _starts_value(token: Token) -> bool:
+    """A string, a number or a literal: a scalar JSON value, as opposed to prose."""
+    return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS)
 
 
 def _unescaped(text: str) -> str:
@@ -584,9 +673,24 @@ def structural_repair(text: str, jsonc: bool = False) -> str | None:
     if not _HAS_VALUE.search(text):  # quotes and punctuation alone (`"`, `'"'`): no JSON here
         return None
     try:
-        return _Parser(_unwrapped(_unescaped(text)), jsonc).document()
+        repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
     except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
         return None
+    if repaired is not None and not words(repaired) and words(strip_jsonc(text)):
+        return None  # every word written is gone (`not json at all {{{ ]]]`): prose, not JSON
+    return repaired
+
+
+def too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than the repair can follow (it declines such text)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return deepest >= _MAX_DEPTH
 
 
 def _unclosed_block(comment: str) -> bool:
