@@ -2,9 +2,14 @@
 
 Rules (each Problem names one, with the span it covers):
 - "table": every row of a pipe table (header, delimiter row, body rows) has the same
-  number of cells; the fix adds the missing cells and, when a row has more cells than
-  the header, widens the header and delimiter row instead of dropping the extra cells;
-- "fence": a code fence opened is closed; the fix closes it at the end of the text;
+  number of cells, split where GFM splits them; the fix adds the missing cells (in the
+  table's pipe style) and, when a row has more cells than the header, widens the header
+  and delimiter row instead of dropping the extra cells. A delimiter row short of the
+  header's cells (GFM then reads no table) is a table that lost a cell;
+- "fence": a code fence opened is closed; the fix closes it where its code ends (before
+  a heading, or before plain prose after a blank line), else at the end of the text. A
+  fence holding a line that opens a fence of its kind with a language lost its closing
+  line too; a closing fence written left of its list item is moved into the item;
 - "fence-blank" (markdownlint MD031): a fence has a blank line before it (unless it
   starts the text) and after its closing line (unless that ends the text); the fix
   inserts one (in a block quote, an empty quoted line);
@@ -55,6 +60,8 @@ _EMPHASIS = re.compile(r"\*\*|__|\*")
 _WORD = re.compile(r"\w+")
 _NOT_OPENING = frozenset(",.;:!?)]}")
 _HORIZONTAL_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
+# Plain prose, not code: a capital, four words or more without code's punctuation, a sentence's end.
+_PROSE_LINE = re.compile(r"[A-Z][\w'’,-]*(?: [^\s=;{}<>$\\|#]+){3,}[.:!?]")
 
 
 @dataclass(frozen=True)
@@ -197,22 +204,20 @@ def _blank(line: str) -> bool:
 
 
 def _cell_spans(row: str) -> list[tuple[int, int]]:
-    """Where each cell's text lies in a table row, between its pipes; pipes escaped or
-    inside code spans do not split."""
+    """Where each cell's text lies in a table row, between its pipes; as in GFM, only an escaped
+    pipe does not split (one inside a code span does)."""
     start, stop = len(row) - len(row.lstrip()), len(row.rstrip())
     if row.startswith("|", start):
         start += 1
     if stop > start and row[stop - 1] == "|" and row[stop - 2 : stop] != "\\|":
         stop -= 1
-    spans, cell_start, index, in_code = [], start, start, False
+    spans, cell_start, index = [], start, start
     while index < stop:
         char = row[index]
         if char == "\\" and index + 1 < stop:
             index += 2
             continue
-        if char == "`":
-            in_code = not in_code
-        if char == "|" and not in_code:
+        if char == "|":
             spans.append((cell_start, index))
             cell_start = index + 1
         index += 1
@@ -221,12 +226,20 @@ def _cell_spans(row: str) -> list[tuple[int, int]]:
 
 
 def cells(row: str) -> list[str]:
-    """The cells of a table row; pipes escaped or inside code spans do not split."""
+    """The cells of a table row, split where GFM splits them: at every pipe not escaped."""
     return [row[start:end] for start, end in _cell_spans(row)]
 
 
 def _is_delimiter(row: str) -> bool:
     return "-" in row and all(_DELIMITER_CELL.match(cell) for cell in cells(row))
+
+
+def _delimits(header: str, delimiter: str) -> bool:
+    """Whether a delimiter row makes a table of the header above it: with the header's cell count (else
+    GFM reads no table), or short of it and written with a pipe (a table a cell was lost from; a
+    dashed line without one is a heading underline or a rule)."""
+    wanted, found = len(cells(header)), len(cells(delimiter))
+    return found == wanted or (found < wanted and "|" in delimiter)
 
 
 @dataclass(frozen=True)
@@ -243,7 +256,7 @@ def _tables(lines: list[_Line]) -> list[_Table]:
     while index + 1 < len(lines):
         header, delimiter = lines[index], lines[index + 1]
         if not header.in_code and "|" in header.text and not delimiter.in_code and _is_delimiter(delimiter.text) \
-                and len(cells(header.text)) == len(cells(delimiter.text)):  # else GFM reads no table there
+                and _delimits(header.text, delimiter.text):
             end = index + 2
             while end < len(lines) and not lines[end].in_code and "|" in lines[end].text and lines[end].text.strip():
                 end += 1
@@ -254,22 +267,35 @@ def _tables(lines: list[_Line]) -> list[_Table]:
     return tables
 
 
-def _row_text(row: str, parts: list[str]) -> str:
+def _pipes(row: str) -> tuple[bool, bool]:
+    """Whether a row starts and ends with a pipe (markdownlint MD055: a table keeps its first row's style)."""
+    stripped = row.strip()
+    return stripped.startswith("|"), stripped.endswith("|") and not stripped.endswith("\\|")
+
+
+def _row_text(row: str, parts: list[str], style: tuple[bool, bool]) -> str:
+    """A row from its cells, with the table's leading and trailing pipes; an empty last cell needs a
+    trailing pipe whatever the style (without one GFM would not count it)."""
     indent = row[: len(row) - len(row.lstrip())]
-    return indent + "|" + "|".join(parts) + "|"
+    leading, trailing = style
+    trailing = trailing or not parts[-1].strip()
+    body = indent + ("|" if leading else "") + "|".join(parts)
+    return body + "|" if trailing else body.rstrip()
 
 
 def _fixed_table(table: _Table) -> list[str]:
-    width, out = table.width, []
+    width, out, style = table.width, [], _pipes(table.rows[0].text)
     for position, row in enumerate(table.rows):
         parts = cells(row.text)
         if len(parts) == width:
             out.append(row.text)
             continue
-        spaced = not parts or parts[0].startswith(" ")  # the row's own style (markdownlint MD060)
+        spaced = any(part[:1] == " " or part[-1:] == " " for part in parts)  # its own style (MD060)
         cell = "---" if position == 1 else ""
         filler = (f" {cell} " if cell else " ") if spaced else cell
-        out.append(_row_text(row.text, parts + [filler] * (width - len(parts))))
+        if not style[1] and parts[-1].strip() and spaced:
+            parts[-1] += " "  # `a | b` padded: `a | b | c`, not `a | b| c`
+        out.append(_row_text(row.text, parts + [filler] * (width - len(parts)), style))
     return out
 
 
@@ -437,6 +463,9 @@ def problems(text: str) -> list[Problem]:
     opened = _open_fence(lines)
     if opened is not None:
         found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
+    for opening, inner in _swallowed(lines):
+        found.append(Problem("fence", opening.start, inner.start + len(inner.text),
+                             "code fence is never closed before the next one opens"))
     for opening, last in _ended_by_container(lines):
         found.append(Problem("fence", opening.start, last.start + len(last.text),
                              "code fence is never closed before its block quote or list item ends"))
@@ -453,6 +482,29 @@ def problems(text: str) -> list[Problem]:
         found.append(Problem("list", line.start, line.start + len(line.text),
                              f"list marker {kind!r} differs from this list's {wanted!r}"))
     return sorted(found, key=lambda problem: (problem.start, problem.rule))
+
+
+def _swallowed(lines: list[_Line]) -> list[tuple[_Line, _Line]]:
+    """(opening line, inner line) of each fence that holds a line opening a fence of its own kind with a
+    language (`` ```bash ``): such a line cannot close it, so the fence before it was never closed and the
+    closing line of the next one closed it instead."""
+    found, opening = [], None
+    for line in lines:
+        if line.fence == "open":
+            opening = line
+        elif line.fence == "close" or line.closes_at:
+            opening = None
+        elif opening is not None and not any(pair[0] is opening for pair in found) and _opens_like(opening, line):
+            found.append((opening, line))
+    return found
+
+
+def _opens_like(opening: _Line, line: _Line) -> bool:
+    """Whether `line` would open a fence like `opening` (same marker, as long or longer, same indent), with a
+    language."""
+    outer, inner = _FENCE.match(opening.text), _opening(line.text)
+    return inner is not None and inner.group(1) == outer.group(1) and inner.group(2)[0] == outer.group(2)[0] \
+        and len(inner.group(2)) >= len(outer.group(2)) and bool(line.text[inner.end():].strip())
 
 
 def _open_fence(lines: list[_Line]) -> _Line | None:
@@ -525,14 +577,18 @@ def model_changes(original: str, deterministic: str, candidate: str) -> Counter:
 
 
 FIX_ROUNDS = 3  # closing a code span can reveal emphasis it hid; a few rounds settle it
+MAX_REFENCED = 50  # rounds that only close a fence swallowing the next one's opening line
 
 
 def fix(text: str) -> str:
-    """`text` with every rule's deterministic fix applied; unchanged when nothing is broken."""
-    for _ in range(FIX_ROUNDS):
-        if not problems(text):
-            break
-        text = _fix_once(text)
+    """`text` with every rule's deterministic fix applied; unchanged when nothing is broken. A text whose
+    every line ends in CRLF is fixed with CRLF line endings, the lines a fix adds included."""
+    if "\r\n" in text and text.count("\n") == text.count("\r\n"):
+        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n")
+    rounds = refenced = 0
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and problems(text):
+        text, only_fence = _fix_once(text)
+        rounds, refenced = rounds + (not only_fence), refenced + only_fence
     return text
 
 
@@ -595,8 +651,15 @@ def _language(lines: list[_Line], opening: _Line) -> str:
     return "sh" if content and all(_SHELL.match(row) for row in content.split("\n") if row.strip()) else "text"
 
 
-def _fix_once(text: str) -> str:
+def _fix_once(text: str) -> tuple[str, bool]:
+    """`text` with one round of fixes, and whether it was only a swallowing fence closed (the fences
+    after it pair up anew, so every other fix waits for the next round)."""
     lines = _lines(text)
+    for opening, inner in _swallowed(lines)[:1]:
+        end = lines[_code_end(lines, opening, lines.index(inner))]
+        match = _FENCE.match(opening.text)
+        return "\n".join(line.text + ("\n" + match.group(1) + match.group(2) if line is end else "")
+                         for line in lines), True
     replaced = _padded_rows(lines)
     for line, missing in _unbalanced_lines(lines):
         body = line.text.rstrip()
@@ -608,20 +671,77 @@ def _fix_once(text: str) -> str:
         replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
     for line in _unlabelled(lines):
         replaced[line.start] = line.text.rstrip() + _language(lines, line)
+    reindented = set()
     for _, last in _ended_by_container(lines):
-        replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
+        after = _dedented_closer(lines, last)
+        if after is not None:  # the closing fence, written left of the item's indent: moved into the item
+            replaced[after.start] = last.closes_at
+            reindented.add(after.start)
+        else:
+            replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
     blank_after = {}  # line index -> the blank line to insert after it; one between two fences
     index_of = {line.start: index for index, line in enumerate(lines)}
     for line, side in _fence_blanks(lines):
+        if line.start in reindented:
+            continue  # a closing fence now, in the item: no blank line goes before it
         index = index_of[line.start] - (side == "before")
         blank_after[index] = _QUOTE_PREFIX.match(line.text).group().rstrip()
     for index, blank in blank_after.items():
         line = lines[index]
         replaced[line.start] = replaced.get(line.start, line.text) + "\n" + blank
-    out = "\n".join(replaced.get(line.start, line.text) for line in lines)
     opened = _open_fence(lines)
-    if opened is not None:
+    at_end = ""  # the closing fence to append, for a fence whose code runs to the end
+    if opened is not None and opened.start not in reindented:
         match = _FENCE.match(opened.text)
-        indent, fence = match.group(1), match.group(2)
-        out += ("" if out.endswith("\n") else "\n") + indent + fence + ("\n" if text.endswith("\n") else "")
-    return out
+        closer, end = match.group(1) + match.group(2), _code_end(lines, opened)
+        if end is None:
+            at_end = closer
+        else:
+            replaced[lines[end].start] = replaced.get(lines[end].start, lines[end].text) + "\n" + closer
+    out = "\n".join(replaced.get(line.start, line.text) for line in lines)
+    if at_end:
+        out += ("" if out.endswith("\n") else "\n") + at_end + ("\n" if text.endswith("\n") else "")
+    return out, False
+
+
+def _dedented_closer(lines: list[_Line], last: _Line) -> _Line | None:
+    """The line that ended the list item or block quote a fence was open in, when it is that fence's
+    closing line written with less indentation (then it opens a new fence): None otherwise."""
+    index = lines.index(last) + 1
+    while index < len(lines) and lines[index].in_code and not lines[index].fence and _blank(lines[index].text):
+        index += 1
+    if index == len(lines) or lines[index].fence != "open":
+        return None
+    following = lines[index]
+    marker = _FENCE.match(last.closes_at).group(2)
+    return following if _closes(marker, following.text) else None
+
+
+def _code_end(lines: list[_Line], opening: _Line, stop: int | None = None) -> int | None:
+    """Index of the last line of an unclosed fence's code: the last line that is not blank before
+    a heading or, after a blank line, a line of plain prose at the fence's own indent, or before
+    line `stop`; None when the code runs to the end of the text."""
+    start = lines.index(opening)
+    indent = _indent(_inner(opening.text))
+    last = start
+    for index in range(start + 1, len(lines) if stop is None else stop):
+        line = _inner(lines[index].text)
+        if not line.strip():
+            continue
+        previous_blank = not _inner(lines[index - 1].text).strip()
+        following = _inner(lines[index + 1].text) if index + 1 < len(lines) else ""
+        if _indent(line) <= indent and (_ends_code_as_heading(line, previous_blank, not following.strip())
+                                        or (previous_blank and _PROSE_LINE.fullmatch(line.strip()))):
+            return last
+        last = index
+    return None if stop is None else last
+
+
+def _ends_code_as_heading(line: str, blank_before: bool, blank_after: bool) -> bool:
+    """A heading after code (`## Usage`); a lone `#` is often a shell or Python comment, so it counts
+    only with blank lines on both sides."""
+    match = _HEADING.match(line)
+    if match is None:
+        return False
+    level = len(line.lstrip(" ")) - len(line.lstrip(" ").lstrip("#"))
+    return (blank_before and blank_after) if level == 1 else (blank_before or blank_after)
