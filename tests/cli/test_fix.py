@@ -33,7 +33,7 @@ def test_a_range_fixes_only_that_part_and_write_saves_it(tmp_path, capsys):
     text = "# Notes\n\n```json\n{\"a\": 1,}\n```\n\n| a | b |\n|---|---|\n| 1 |\n"
     source = tmp_path / "notes.md"
     source.write_text(text)
-    assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write"]) == 0
+    assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write", "--model"]) == 0
     result = last_json(capsys.readouterr().out)
     assert result["text"] == text.replace('{"a": 1,}', '{"a": 1}')  # the table outside the range stays as it was
     assert source.read_text() == result["text"]
