@@ -22,5 +22,17 @@ from diffusion_infill.engine.repair.jsonfix.jsonc import comments, strip_jsonc
 from diffusion_infill.engine.repair.jsonfix.lexer import Token, token_at, tokenize
 from diffusion_infill.engine.repair.jsonfix.parser import structural_repair, too_deep
 
-__all__ = ["Damage", "Token", "added", "comments", "damage", "holds", "strip_jsonc", "structural_repair",
-           "token_at", "too_deep", "tokenize", "words"]
+__all__ = [
+    "Damage",
+    "Token",
+    "added",
+    "comments",
+    "damage",
+    "holds",
+    "strip_jsonc",
+    "structural_repair",
+    "token_at",
+    "too_deep",
+    "tokenize",
+    "words",
+]
