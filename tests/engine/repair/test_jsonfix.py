@@ -231,6 +231,7 @@ KEEPS_CONTENT = {
     "object closed too early": ('{"id": 7}, "name": "Ada", "age": 36}', {"id": 7, "name": "Ada", "age": 36}),
     "nested object closed too early": ('{"a": {"x": 1}}, "b": 2}', {"a": {"x": 1}, "b": 2}),
     "object closed too early in an array": ('[{"id": 7}, "name": "Ada"}]', [{"id": 7, "name": "Ada"}]),
+    "object closed too early, no comma": ('{"id": 7}\n"name": "Ada"}', {"id": 7, "name": "Ada"}),
     "object quoted inside a string": ('{"raw": "{"k": "v", "n": [1]}", "ok": true}',
                                       {"raw": '{"k": "v", "n": [1]}', "ok": True}),
     "array quoted inside a string": ('{"raw": "[1, "two"]", "ok": 1}', {"raw": '[1, "two"]', "ok": 1}),

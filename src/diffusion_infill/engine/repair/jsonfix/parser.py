@@ -272,6 +272,11 @@ class _Parser:
         self.value()
         values = 1
         while (token := self.peek()) is not None:
+            # `{"a": 1}` then `"b": 2}`: closed too early, without a comma (`Note: ...` after it is prose)
+            if token.kind == "string" and self._member_follows(token.start):
+                self.out.insert(",")
+                self.reopen_object(token)
+                continue
             if (token.kind == "punct" and token.text in _OPENERS) or (_starts_value(token) and self._on_next_line()):
                 self.out.insert(",")
                 self.value()
