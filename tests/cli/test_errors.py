@@ -157,6 +157,8 @@ def notes(tmp_path) -> Path:
     (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
     (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
     (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
+    (["fix", BROKEN_JSON, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+    (["fix", BROKEN_JSON, "--model", "--no-model"], ["--no-model and --model"]),
     (["complete", AT_SAMPLE, "--timeout", "-1"], ["--timeout", "'-1'"]),
     (["serve", "--invoked-timeout", "0"], ["--invoked-timeout", "'0'"]),
     (["complete", AT_SAMPLE, "--min-confidence", "1.5"], ["--min-confidence", "'1.5'"]),
@@ -189,10 +191,11 @@ def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone():
     assert imported == {"torch"}  # asked of torch, before transformers loads
 
 
-def test_fix_without_a_model_never_imports_the_model_stack(tmp_path):
+@pytest.mark.parametrize("flags", [["--no-model"], []], ids=["--no-model", "default"])
+def test_fix_without_a_model_never_imports_the_model_stack(tmp_path, flags):
     broken = tmp_path / "broken.json"
     broken.write_text('{"a": 1, // why\n "b": [1, 2,]\n')
-    done, imported = run_reporting("fix", str(broken), "--no-model", "--json")
+    done, imported = run_reporting("fix", str(broken), *flags, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["fixed"] is True
     assert imported == set()

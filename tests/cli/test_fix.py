@@ -33,7 +33,7 @@ def test_a_range_fixes_only_that_part_and_write_saves_it(tmp_path, capsys):
     text = "# Notes\n\n```json\n{\"a\": 1,}\n```\n\n| a | b |\n|---|---|\n| 1 |\n"
     source = tmp_path / "notes.md"
     source.write_text(text)
-    assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write"]) == 0
+    assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write", "--model"]) == 0
     result = last_json(capsys.readouterr().out)
     assert result["text"] == text.replace('{"a": 1,}', '{"a": 1}')  # the table outside the range stays as it was
     assert source.read_text() == result["text"]
@@ -84,8 +84,28 @@ def test_no_valid_fix_exits_1_and_changes_nothing(tmp_path, capsys):
     source.write_text(":,]\n")
     assert main(["fix", str(source), "--json", "--write", "--no-model"]) == 1
     assert last_json(capsys.readouterr().out) == {"text": ":,]\n", "fixed": False,
-                                                   "reason": "no candidate repair of the file is valid JSON"}
+                                                   "reason": "the file is not JSON: there is no JSON value in it"}
     assert source.read_text() == ":,]\n"
+
+
+def test_prose_with_brackets_is_not_json_and_left_alone(tmp_path, capsys):
+    source = tmp_path / "notes.json"
+    source.write_bytes(b"not json at all {{{ ]]]\n")
+    assert main(["fix", str(source), "--write", "--no-model"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "not json at all {{{ ]]]\n"
+    assert captured.err == "diffusion-infill: not fixed: the file is not JSON: there is no JSON value in it\n"
+    assert source.read_bytes() == b"not json at all {{{ ]]]\n"
+
+
+def test_line_endings_and_a_lone_carriage_return_survive_fix_and_write(tmp_path, capsys):
+    source = tmp_path / "crlf.json"
+    source.write_bytes(b'{\r\n  "s": "a\rb",\r\n  "n": 1,\r\n}\r\n')
+    assert main(["fix", str(source), "--json", "--write", "--no-model"]) == 0
+    fixed = b'{\r\n  "s": "a\\rb",\r\n  "n": 1\r\n}\r\n'
+    assert last_json(capsys.readouterr().out)["text"].encode() == fixed
+    assert source.read_bytes() == fixed
+    assert json.loads(fixed) == {"s": "a\rb", "n": 1}
 
 
 @pytest.mark.parametrize("data", [b'{"a": "\xff\xfe"}\n', b"\xef\xbb", "{\"a\": \"é\"}".encode("latin-1"),

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 INVOKED, AUTOMATIC = types.CodeActionTriggerKind.Invoked, types.CodeActionTriggerKind.Automatic
 # Two top-level documents, too long for a repair canvas: no candidate can be valid.
 UNFIXABLE = "\n".join([": , ] :: ,"] * 200)  # punctuation with no value, too long for a repair canvas
-REASON = "Fix JSON selection: no candidate repair of the selection is valid JSON"
+REASON = "Fix JSON selection: the selection is not JSON: there is no JSON value in it"
 
 
 @pytest.fixture(scope="module")

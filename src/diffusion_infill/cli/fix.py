@@ -86,7 +86,8 @@ def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as
     whole = text[: selection.start] + result.text + text[selection.end :]
     reason = result.reason if ranged or result.reason is None else result.reason.replace("the selection", "the file")
     if write and result.fixed:
-        path.write_text(whole, encoding="utf-8")
+        with path.open("w", encoding="utf-8", newline="") as file:  # line endings as they are in the text
+            file.write(whole)
     if as_json:
         print(json.dumps({"text": whole, "fixed": result.fixed, "reason": reason}))
     else:

@@ -18,10 +18,12 @@ class CliError(Exception):
     """Bad input: the message is the one line the user sees."""
 
 
-def read_text(path: Path) -> str:
-    """The file's text; a missing, unreadable or non-UTF-8 file is a CliError."""
+def read_text(path: Path, exact: bool = False) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a CliError. `exact`: line endings as
+    written (CRLF, a lone carriage return), not translated to line feeds, so that a fix writes them back."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="" if exact else None) as file:
+            return file.read()
     except UnicodeDecodeError as error:
         raise CliError(f"{path} is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
                        "only UTF-8 files can be completed or fixed") from None

@@ -41,9 +41,17 @@ TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("src/diffusion_infill/en
                   "fim": (Path("runs/fim"), Path("src/diffusion_infill/bench/fim_model"))}  # run dir, export dir
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", metavar="DIR_OR_ID", help="checkpoint directory, or hub id in the local hub cache "
-                        "(default: the embedded model, engine/model); with --engine openai: the served model's name")
+def _model_options(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    """`optional`: `--model` alone turns the model on (fix: without it, deterministic repairs only)."""
+    if optional:
+        parser.add_argument("--model", metavar="DIR_OR_ID", nargs="?", const="", help="use the model's candidates "
+                            "too: the embedded model (engine/model), or this checkpoint directory or hub id in the "
+                            "local hub cache (default: deterministic repairs only, without torch; the model is "
+                            "loaded for --kind regenerate); with --engine openai: the served model's name")
+    else:
+        parser.add_argument("--model", metavar="DIR_OR_ID", help="checkpoint directory, or hub id in the local hub "
+                            "cache (default: the embedded model, engine/model); with --engine openai: the served "
+                            "model's name")
     parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda, cuda:N or mps "
                         "(default: auto, CUDA when torch sees a GPU)")
     parser.add_argument("--dtype", type=dtype_name, default="auto", help="auto, float32, bfloat16 or float16 "
@@ -100,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what to do (default: by the text and the file's extension)")
     fix.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     fix.add_argument("--write", action="store_true", help="write the fixed text back to the file")
-    fix.add_argument("--no-model", action="store_true", help="deterministic repairs only (no diffusion candidates)")
-    _model_options(fix)
+    fix.add_argument("--no-model", action="store_true", help="deterministic repairs only, the default (kept for "
+                     "scripts that pass it)")
+    _model_options(fix, optional=True)
     remote.add_options(fix)
 
     train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
@@ -225,17 +234,29 @@ def _complete(args: argparse.Namespace) -> int:
     return run(engine, location, text, args.json, args.min_confidence)
 
 
+def _fix_loads_model(args: argparse.Namespace, kind: str) -> bool:
+    """Whether `fix` uses a model: asked for with --model (or --engine openai), or needed by --kind
+    regenerate. Without one the deterministic repairs answer alone: measured, the embedded model's
+    candidates changed almost no answer and cost seconds of loading (docs/fixes.md)."""
+    wanted = args.model is not None or args.engine == "openai" or kind == "regenerate"
+    if wanted and args.no_model:
+        raise CliError("--no-model and " + ("--kind regenerate" if kind == "regenerate" and args.model is None
+                                           else "--model") + " ask for opposite things: pass one of them")
+    return wanted
+
+
 def _fix(args: argparse.Namespace) -> int:
     from diffusion_infill.cli.fix import Selection, pick_kind, run
     from diffusion_infill.engine.repair.fixes import Fixer
 
-    text = read_text(args.path)
+    text = read_text(args.path, exact=True)
     selection = Selection.parse(args.range, text)
     kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
     ranged = args.range is not None
-    if args.no_model:  # the deterministic repairs: no torch, no model stack
-        return run(Fixer(None, "--no-model was given"), args.path, text, selection, kind, args.json, args.write,
-                   ranged=ranged)
+    if not _fix_loads_model(args, kind):  # the deterministic repairs: no torch, no model stack
+        why = "--no-model was given" if args.no_model else "no --model was given"
+        return run(Fixer(None, why), args.path, text, selection, kind, args.json, args.write, ranged=ranged)
+    args.model = args.model or None  # `--model` alone: the embedded model
     server = remote.remote_settings(args)
     _check_model(args)
     _check_device(args)

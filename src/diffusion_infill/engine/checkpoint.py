@@ -10,9 +10,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from huggingface_hub import constants as hub_constants
-from huggingface_hub import try_to_load_from_cache
-
 EMBEDDED_MODEL = Path(__file__).parent / "model"
 DTYPES = ("auto", "float32", "bfloat16", "float16")  # what the model runs in; quantized loading is not offered
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -69,6 +66,9 @@ def directory_problem(directory: Path) -> str | None:
 
 def not_cached(hub_id: str) -> str | None:
     """For a hub id with no config in the local hub cache: where it looked and how to get the model."""
+    from huggingface_hub import constants as hub_constants  # a third of a second: only for a hub id
+    from huggingface_hub import try_to_load_from_cache
+
     try:
         cached = try_to_load_from_cache(hub_id, "config.json")
     except ValueError:  # not a valid hub id either

@@ -144,7 +144,7 @@ class EngineWorker:
             self._fixer = Fixer(None, "no server is configured")
             return LoadOutcome(source, "the openai engine needs a server URL and a model name")
         self._engine = RemoteEngine(remote, settings)
-        self._fixer = Fixer(RemoteRepairer(self._engine))
+        self._fixer = Fixer(RemoteRepairer(self._engine), model_fixes=False)
         self.state = State.READY
         try:
             self._engine.probe()
@@ -162,7 +162,7 @@ class EngineWorker:
             self._loaded = load_any(model, device, dtype, trust_remote_code=self._trust_remote_code)
             self._engine = create_engine(self._loaded, settings)
             problem = self._loaded.canvas_problem
-            self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded))
+            self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded), model_fixes=False)
         except ModelLoadError as error:
             self._loading_calibration, self.state = None, State.FAILED
             return LoadOutcome(model or "the embedded model", str(error))

@@ -7,6 +7,7 @@ no code block and makes no table that a CommonMark parser (markdown-it-py, GFM t
 from __future__ import annotations
 
 import json
+import re
 import sysconfig
 from email.parser import HeaderParser
 from functools import cache
@@ -19,6 +20,7 @@ from diffusion_infill.bench.markdown_fix import FIX_RULES, MARKDOWNLINT, lint
 from diffusion_infill.bench.npm_peers import node_for
 from diffusion_infill.engine.repair.fixes import Fixer
 from diffusion_infill.engine.repair.jsonfix import structural_repair
+from diffusion_infill.engine.repair.markdown_rules import problems
 
 BENCH = Path(__file__).parents[3] / "src" / "diffusion_infill" / "bench"
 MAX_CHARS = 200_000
@@ -119,4 +121,64 @@ def test_fix_markdown_changes_no_code_block_and_makes_no_table():
         (code_before, tables_before), (code_after, tables_after) = _code_and_tables(text), _code_and_tables(fixed)
         if code_after != code_before or tables_after > tables_before:
             damaged.append(name)
+    assert damaged == []
+
+
+_FENCE_LINE = re.compile(r"^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$")
+
+
+def _fences(text: str) -> list[tuple[int, int]]:
+    """(first, last) line of each closed fenced code block, as markdown-it reads them."""
+    lines = text.split("\n")
+    return [(token.map[0], token.map[1] - 1) for token in _PARSER.parse(text)
+            if token.type == "fence" and token.map[1] - 1 > token.map[0] and token.map[1] - 1 < len(lines)
+            and _FENCE_LINE.match(lines[token.map[1] - 1])]
+
+
+def _without_lines(text: str, dropped: set[int]) -> str:
+    return "\n".join(line for index, line in enumerate(text.split("\n")) if index not in dropped)
+
+
+def _damaged(text: str) -> list[str]:
+    """Copies of a document with the damage Fix Markdown repairs: a fence's closing line dropped (up to
+    three fences, one a copy), the blank lines around every fence dropped, a table's delimiter row and
+    a body row one cell short."""
+    lines, fences = text.split("\n"), _fences(text)
+    copies = [_without_lines(text, {last}) for _, last in fences[:3]]
+    around = {index for first, last in fences for index in (first - 1, last + 1)
+              if 0 <= index < len(lines) and not lines[index].strip()}
+    if around:
+        copies.append(_without_lines(text, around))
+    for token in _PARSER.parse(text):
+        if token.type == "table_open":
+            first, last = token.map
+            rows = lines[first:last]
+            if len(rows) > 2:
+                cut = [row[: row.rstrip().rstrip("|").rfind("|")] + (" |" if row.rstrip().endswith("|") else "")
+                       for row in rows[1:3]]
+                copies.append("\n".join(lines[: first + 1] + cut + lines[first + 3 :]))
+            break
+    return copies
+
+
+def _first_fence_closed(text: str) -> int | None:
+    """Line of the first fence Fix Markdown closes (its code may end elsewhere after the fix), if any."""
+    starts = [problem.start for problem in problems(text) if problem.rule == "fence"]
+    return text.count("\n", 0, min(starts)) if starts else None
+
+
+def test_fix_markdown_keeps_every_code_block_of_a_damaged_copy_but_the_fence_it_closes():
+    fixer = Fixer(None)
+    damaged, copies = [], 0
+    for name, text in markdown():
+        for copy in _damaged(text):
+            copies += 1
+            fixed = fixer.fix_markdown(copy).text
+            closed = _first_fence_closed(copy)
+            before = [token for token in _PARSER.parse(copy) if token.type in ("fence", "code_block")]
+            kept = [token.content for token in before if closed is None or token.map[0] < closed]
+            after = [token.content for token in _PARSER.parse(fixed) if token.type in ("fence", "code_block")]
+            if (after if closed is None else after[: len(kept)]) != kept:
+                damaged.append(name)
+    assert copies >= 300, copies
     assert damaged == []

@@ -87,7 +87,7 @@ def test_fix_json_without_any_valid_candidate_changes_nothing(repairer):
     text = ":,]"  # no value at all: the structure repair declines, diffusion gets no room
     result = Fixer(DiffusionRepairer(repairer.loaded, RepairSettings(max_canvas=4))).fix_json(text)
     assert not result.fixed and result.text == text
-    assert "valid JSON" in result.reason
+    assert "not JSON" in result.reason
 
 
 def test_fix_jsonc_keeps_every_comment_where_fix_json_drops_them(repairer):
@@ -261,3 +261,11 @@ def test_special_tokens_never_reach_a_candidate(repairer):
         candidates = DiffusionRepairer(repairer.loaded, RepairSettings(samples=4, extra_slots=12, seed=seed)).fill(
             "", text, spans, "")
         assert candidates and not [candidate for candidate in candidates if any(s in candidate for s in specials)]
+
+
+def test_without_model_fixes_json_and_markdown_take_the_rules_alone_but_the_table_still_asks_the_model(repairer):
+    broken_json, broken_markdown = '{"a": 1,, "b": [2 3]}', "| a | b |\n|---|---|\n| 1 |\n\nsome **bold\n"
+    rules_only = Fixer(repairer, model_fixes=False)
+    assert rules_only.fix_json(broken_json).tried == 1 and rules_only.fix_markdown(broken_markdown).tried == 1
+    assert Fixer(repairer).fix_json(broken_json).tried > 1 and Fixer(repairer).fix_markdown(broken_markdown).tried > 1
+    assert rules_only.complete_table("| a | b |\n|---|---|\n| 1 |   |\n").tried > 0

@@ -190,7 +190,7 @@ KEEPS_EVERY_CHARACTER = {
                             {"content": '[LINK]("https://google.com")'}),
     "unquoted sentence": ("She said: no way", "She said: no way"),
     "unquoted sentence in an array": ("[She said: no way]", ["She said: no way"]),
-    "backslash-newline continuation": ('{"s": "line one \\\nline two"}', {"s": "line one line two"}),
+    "backslash before a line break": ('{"s": "line one \\\nline two"}', {"s": "line one \nline two"}),
     "carriage return": ('{"s": "a\rb", "n": 1}', {"s": "a\rb", "n": 1}),
     "CRLF inside a string": ('{"s": "a\r\nb", "n": 1}', {"s": "a\r\nb", "n": 1}),
     "unfinished unicode escape": ('{"u": "\\u12"}', {"u": "\\u12"}),
@@ -217,4 +217,55 @@ def test_a_missing_separator_between_values_never_makes_a_key(text):
 
 @pytest.mark.parametrize("text", ['"', "'\"'", "\n", " ", '" "', ",:"])
 def test_text_with_no_value_in_it_is_not_json(text):
+    assert structural_repair(text) is None
+
+
+# Damage that lost or invented content before: every character kept, every value the user's own.
+KEEPS_CONTENT = {
+    "stray quote, then a comma and more words": ('{"note": "she said "wait", then left", "n": 2}',
+                                                 {"note": 'she said "wait", then left', "n": 2}),
+    "stray quote, then a closer and more words": ('{"rule": "use "x" } as the end"}', {"rule": 'use "x" } as the end'}),
+    "strings on separate lines": ('"alpha"\n"beta"\n', ["alpha", "beta"]),
+    "numbers on separate lines": ("10\n20\n30", [10, 20, 30]),
+    "literals on separate lines": ("true\nnull", [True, None]),
+    "object closed too early": ('{"id": 7}, "name": "Ada", "age": 36}', {"id": 7, "name": "Ada", "age": 36}),
+    "nested object closed too early": ('{"a": {"x": 1}}, "b": 2}', {"a": {"x": 1}, "b": 2}),
+    "object closed too early in an array": ('[{"id": 7}, "name": "Ada"}]', [{"id": 7, "name": "Ada"}]),
+    "object closed too early, no comma": ('{"id": 7}\n"name": "Ada"}', {"id": 7, "name": "Ada"}),
+    "object quoted inside a string": ('{"raw": "{"k": "v", "n": [1]}", "ok": true}',
+                                      {"raw": '{"k": "v", "n": [1]}', "ok": True}),
+    "array quoted inside a string": ('{"raw": "[1, "two"]", "ok": 1}', {"raw": '[1, "two"]', "ok": 1}),
+    "parenthesised tuple": ('{"point": (3, 4), "z": 5}', {"point": [3, 4], "z": 5}),
+    "tuples in a list": ("[(1, 'a'), (2, 'b')]", [[1, "a"], [2, "b"]]),
+    "a tuple as the document": ("(1, 2, 3)", [1, 2, 3]),
+    "line break inside a key": ('{"first\nname": "Ada", "n": 1}', {"first\nname": "Ada", "n": 1}),
+    "line break inside a later key": ('{"a": 1, "long\n key": 2}', {"a": 1, "long\n key": 2}),
+    "backslash before CRLF": ('{"s": "one\\\r\ntwo"}', {"s": "one\r\ntwo"}),
+}
+
+
+@pytest.mark.parametrize("kind", list(KEEPS_CONTENT))
+def test_damage_that_lost_content_keeps_all_of_it(kind):
+    broken, intended = KEEPS_CONTENT[kind]
+    repaired = structural_repair(broken)
+    assert json.loads(repaired) == intended
+    assert not words(broken) - words(repaired)
+
+
+@pytest.mark.parametrize("text", ['{"s": "one " +\r  "two", "n": 1}', '{"s": "one " +\n  // why\n  "two", "n": 1}',
+                                  '["one " +\r\n"two", 1]'])
+def test_strings_joined_across_a_line_break_keep_the_second_string(text):
+    assert json.loads(structural_repair(text)) in ({"s": "one two", "n": 1}, ["one two", 1])
+
+
+def test_a_comment_ends_at_a_lone_carriage_return_and_the_members_after_it_stay():
+    assert json.loads(structural_repair('{"a": 1, # one\r"b": 2, // two\r"c": 3}')) == {"a": 1, "b": 2, "c": 3}
+
+
+def test_a_hash_comment_leaves_no_blank_line_or_trailing_space():
+    assert structural_repair('{\n  "a": 1,\n  # note\n  "b": 2 # why\n}') == '{\n  "a": 1,\n  "b": 2\n}'
+
+
+@pytest.mark.parametrize("text", ["not json at all {{{ ]]]", "Nothing here: [ ] { }"])
+def test_prose_around_brackets_with_no_value_is_not_json(text):
     assert structural_repair(text) is None

@@ -31,8 +31,13 @@ def test_an_unclosed_fence_is_closed_with_the_same_marker():
     assert fix("text\n\n~~~~js\nlet x\n") == "text\n\n~~~~js\nlet x\n~~~~\n"
 
 
-def test_pipes_inside_code_spans_and_escaped_pipes_do_not_split_cells():
-    assert cells("| `a|b` | c \\| d |") == [" `a|b` ", " c \\| d "]
+def test_cells_split_where_gfm_splits_them_at_pipes_in_code_spans_too_but_not_escaped_ones():
+    assert cells("| `a|b` | c \\| d |") == [" `a", "b` ", " c \\| d "]
+
+
+def test_a_row_with_a_pipe_in_a_code_span_gets_no_cell_gfm_already_has():
+    text = "| a | b | c |\n|---|---|---|\n| `x|y` | z |\n"  # GFM: three cells in the last row
+    assert problems(text) == [] and fix(text) == text
 
 
 def test_emphasis_and_inline_code_are_closed_on_their_line():
@@ -114,9 +119,20 @@ def test_nothing_inside_an_indented_code_block_is_a_fence_a_list_or_a_table():
         assert problems(text) == [] and fix(text) == text
 
 
-def test_pipes_make_a_table_only_where_the_delimiter_row_has_the_headers_cell_count():
-    text = "a | b | c\n--- | ---\nx | y | z\n"  # GFM reads a paragraph here
-    assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
+def test_a_delimiter_row_short_of_the_headers_cells_is_completed_in_the_tables_style():
+    # GFM reads no table at all there: the delimiter row lost a cell
+    assert [problem.rule for problem in problems("a | b | c\n--- | ---\nx | y | z\n")] == ["table"]
+    assert fix("a | b | c\n--- | ---\nx | y | z\n") == "a | b | c\n--- | --- | ---\nx | y | z\n"
+    assert fix("| a | b | c |\n|---|---|\n| 1 | 2 | 3 |\n") == "| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n"
+    for text in ("a | b\n---\n", "a | b\n\n---\n"):  # a heading's underline, a rule: no table
+        assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
+
+
+def test_padding_keeps_the_tables_pipe_style():
+    assert fix("a | b | c\n--- | --- | ---\nx | y\n") == "a | b | c\n--- | --- | ---\nx | y | |\n"
+    assert fix("|a|b|\n|-|\n|1|2|\n") == "|a|b|\n|-|---|\n|1|2|\n"
+    # no leading pipe is added; an empty last cell needs a trailing one (GFM would not count it otherwise)
+    assert fix("a | b | c\n--- | --- | ---\nx | y | z | w\n") == "a | b | c | |\n--- | --- | --- | ---\nx | y | z | w\n"
 
 
 def test_literal_markers_written_by_others_are_not_unclosed():
@@ -124,3 +140,33 @@ def test_literal_markers_written_by_others_are_not_unclosed():
                  "escaped with the `\\` character: `\\[example\\]`.\n",
                  "*   `message` (default: `'Expected values to be deeply\n    equal'`)\n"):
         assert problems(text) == [] and fix(text) == text
+
+
+def test_an_unclosed_fence_closes_before_the_heading_after_its_code():
+    text = "# Tool\n\n```sh\npip install tool\n\n## Usage\n\nRun it.\n"
+    assert fix(text) == "# Tool\n\n```sh\npip install tool\n```\n\n## Usage\n\nRun it.\n"
+
+
+def test_an_unclosed_fence_closes_before_plain_prose_after_a_blank_line():
+    text = "```python\nx = 1\n\nprint(x)\n\nThe value is printed on the next line.\n"
+    assert fix(text) == "```python\nx = 1\n\nprint(x)\n```\n\nThe value is printed on the next line.\n"
+
+
+def test_comments_in_an_unclosed_fence_are_code_not_headings():
+    assert fix("```sh\n# build\nmake\n\n# test\nmake test\n") == "```sh\n# build\nmake\n\n# test\nmake test\n```\n"
+
+
+def test_a_closing_fence_written_left_of_its_list_item_closes_the_fence_in_the_item():
+    text = "- item\n\n  ```sh\n  make\n```\n\nAfter the list.\n"
+    assert fix(text) == "- item\n\n  ```sh\n  make\n  ```\n\nAfter the list.\n"
+
+
+def test_a_fence_that_swallowed_the_next_ones_opening_line_is_closed_where_its_code_ends():
+    text = "```sh\nmake\n\nThen build the docs:\n\n```bash\nmake docs\n```\n"  # the first closing line was lost
+    assert [problem.rule for problem in problems(text)] == ["fence"]
+    assert fix(text) == "```sh\nmake\n```\n\nThen build the docs:\n\n```bash\nmake docs\n```\n"
+
+
+def test_a_crlf_document_keeps_crlf_in_the_lines_a_fix_adds_and_rewrites():
+    assert fix("| a | b |\r\n|---|\r\n| 1 | 2 |\r\n") == "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n"
+    assert fix("text\r\n```sh\r\nx\r\n```\r\n") == "text\r\n\r\n```sh\r\nx\r\n```\r\n"

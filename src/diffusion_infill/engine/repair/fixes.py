@@ -189,11 +189,20 @@ def _result(original: str, candidates: list[Candidate], ranked: list[Candidate],
 
 
 class Fixer:
-    """The code actions' engine side; `repairer` is None when the model cannot fill canvases."""
+    """The code actions' engine side; `repairer` is None when the model cannot fill canvases.
+    `model_fixes`: Fix JSON and Fix Markdown take the model's candidates too (Complete table and
+    Regenerate always use it): measured, its candidates changed few answers and were wrong more often
+    than right (docs/fixes.md), at seconds a fix on a CPU, so the server leaves them out."""
 
-    def __init__(self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded"):
+    def __init__(self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded",
+                 model_fixes: bool = True):
         self.repairer = repairer
         self.unavailable = unavailable  # why there is no repairer, for "regenerate" to say
+        self.model_fixes = model_fixes
+
+    def _fix_candidates(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
+        """The model's candidates for Fix JSON and Fix Markdown, when they are asked for."""
+        return self._diffusion(text, spans, around) if self.model_fixes else []
 
     def _diffusion(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
         if self.repairer is None or not spans:
@@ -217,13 +226,15 @@ class Fixer:
             return FixResult(text, False, "the selection is empty")
         if json_valid(text, jsonc):
             return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
-        candidates = []
         structural = jsonfix.structural_repair(text, jsonc)
-        if structural is not None:
-            candidates.append(Candidate(structural, "structure"))
-            candidates += self._diffusion(text, changed_spans(text, structural), around)
-        damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
-        candidates += self._diffusion(text, damaged, around)
+        if structural is None:
+            return FixResult(text, False, "the selection is nested too deeply to repair" if jsonfix.too_deep(text)
+                             else f"the selection is not {dialect}: there is no {dialect} value in it")
+        candidates = [Candidate(structural, "structure")]
+        candidates += self._fix_candidates(text, changed_spans(text, structural), around)
+        if self.model_fixes and self.repairer is not None:  # damage is located only for the model's gaps
+            damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
+            candidates += self._fix_candidates(text, damaged, around)
         return _result(text, candidates, rank_json(text, candidates, jsonc),
                        f"no candidate repair of the selection is valid {dialect}")
 
@@ -237,7 +248,7 @@ class Fixer:
             return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
         deterministic = markdown_rules.fix(text)
         spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
-        candidates = [Candidate(deterministic, "structure"), *self._diffusion(text, spans, around)]
+        candidates = [Candidate(deterministic, "structure"), *self._fix_candidates(text, spans, around)]
         written = Counter(_WORD.findall(text))
 
         def lost(candidate: str) -> int:

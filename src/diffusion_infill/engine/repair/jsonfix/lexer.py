@@ -1,0 +1,334 @@
+"""Broken JSON read token by token: strings (with the quotes they lost or hold unescaped), numbers,
+words, punctuation, comments; each as the JSON text to write for it."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false",
+             "None": "null", "TRUE": "true", "FALSE": "false", "NULL": "null", "Null": "null"}
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# A number cut short (`2e-`, `1.`, `-3.5E`): the digits before the cut are the number.
+_TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
+_WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
+
+
+# The quotes a string may be opened with, and the ones that close it: typographic quotes
+# (word processors, chat replies) pair with their closing shape or with themselves.
+_CLOSING = {'"': '"', "'": "'", "\u201c": "\u201d\u201c", "\u201d": "\u201d", "\u2018": "\u2019\u2018",
+            "\u2019": "\u2019"}
+_QUOTES = frozenset(_CLOSING)
+# What may follow a closing quote; anything else suggests the quote was not the end.
+_FOLLOWERS = frozenset(",:]})/#") | frozenset(" \t\r\n")
+# Inside a string that lost its closing quote, a comma followed by what starts a JSON value or a
+# key (`, null`, `, 12`, `, "x"`, `, key:`) is structure, not prose ("one, two" is prose).
+_STRUCTURE_AFTER_COMMA = re.compile(
+    r""",\s*(?:(?:null|true|false|None|True|False)\b|-?\d|["'{\[]|[A-Za-z_$][\w$-]*\s*:)""")
+# A bare key after a value written without quotes or a comma: `{a: hello b: 2}`. A colon
+# followed by `/` is a URL's, after digits a time's.
+_KEY_AHEAD = re.compile(r"[A-Za-z_$][\w$-]*\s*:(?![/\d])")
+_STRUCTURE = frozenset("{}[]:,")
+_DECODER = json.JSONDecoder()
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "space", "comment" (// and /* */), "hash" (a # comment), "punct", "string", "number", "word", "junk"
+    text: str  # the JSON text to write for it ("" for junk; a comment's own text)
+    start: int  # offset in the original text
+    end: int
+    closed: bool = True  # a string that had its closing quote
+
+
+_JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _body(raw: str, quote: str) -> str:
+    """The inside of a JSON string for the inside of a string quoted with `quote`: every character
+    kept, as what it is (a backslash that starts no JSON escape is a backslash; a backslash before a
+    line break escapes it: the line break is kept, as `\\n`)."""
+    chars, index = [], 0
+    controls = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+    while index < len(raw):
+        char = raw[index]
+        if char == "\\" and index + 1 < len(raw):
+            escaped = raw[index + 1]
+            if (line_break := _LINE_BREAK.match(raw, index + 1)) is not None:
+                chars += [controls[char] for char in line_break.group()]
+                index = line_break.end()
+                continue
+            if escaped == "'" or (quote != '"' and escaped in _CLOSING[quote]):
+                chars.append(escaped)  # `\'` and an escaped closing quote of another kind are the quote itself
+            elif _JSON_ESCAPE.match(raw, index):
+                chars.append(char + escaped)
+            else:  # `\x`, a `\u` with fewer than four digits: the backslash is text
+                chars.append("\\\\")
+                index += 1
+                continue
+            index += 2
+            continue
+        if char == '"':
+            chars.append('\\"')
+        elif char == "\\":
+            chars.append("\\\\")
+        else:
+            chars.append(controls.get(char, char if ord(char) >= 0x20 else f"\\u{ord(char):04x}"))
+        index += 1
+    return "".join(chars)
+
+
+def _ends_string(text: str, index: int) -> bool:
+    """Whether a quote just before `index` reads as a string's end: what follows it (after spaces)
+    is structure, the end of the line, a comment, another string, a `+` or a bare key."""
+    while index < len(text) and text[index] in " \t":
+        index += 1
+    if index == len(text) or text[index] in ",:]})+\r\n" or text[index] in _QUOTES:
+        return True
+    if text.startswith(("//", "/*", "#"), index):
+        return True
+    return text[index - 1] in " \t" and _KEY_AHEAD.match(text, index) is not None
+
+
+def _continues_on_next_line(text: str, line_start: int, closers: str, key: bool) -> bool:
+    """A line break written inside a string: the next line holds only text up to a closing quote
+    that ends the string (`"line one` / `line two",`), or, for a `key`, that a colon follows
+    (`"first` / `name": "Ada"`)."""
+    end = _LINE_BREAK.search(text, line_start)
+    line = text[line_start : len(text) if end is None else end.start()]
+    close = next((i for i, char in enumerate(line) if char in closers), None)
+    if close is None or not line[:close].strip() or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
+        return False
+    after = line_start + close + 1
+    return _ends_string(text, after) and (key or text[after:].lstrip(" \t")[:1] != ":")
+
+
+def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
+    """A quote before `)` inside a string (`"six feet (72") tall"`, `"[link]("url")"`): the string
+    goes on after the parenthesis, with words or with a quote that ends it. After a call's argument
+    (`ObjectId("5f1e"),`) structure follows instead."""
+    rest = text[index:].lstrip(" \t")
+    if not rest.startswith(")"):
+        return False
+    following = index + len(text[index:]) - len(rest) + 1
+    while following < len(text) and text[following] in " \t":
+        following += 1
+    char = text[following : following + 1]
+    if char.isalnum():
+        return True
+    return bool(char) and char in closers and _ends_string(text, following + 1) \
+        and text[following + 1 :].lstrip(" \t")[:1] != ":"
+
+
+def _text_goes_on(text: str, index: int, closers: str) -> bool:
+    """After a quote that would end a string already holding a stray quote: its line goes on with
+    words, no key, and a quote that ends the string (`"say "hi", then go"`, `"see "b" } here"`), so
+    that quote, not this one, is the end."""
+    line_break = _LINE_BREAK.search(text, index)
+    line = text[index : len(text) if line_break is None else line_break.start()]
+    close = next((i for i, char in enumerate(line) if char in _QUOTES), None)
+    if close is None or line[close] not in closers or ":" in line[:close] or not _LETTER.search(line[:close]):
+        return False
+    after = index + close + 1
+    return _ends_string(text, after) and text[after:].lstrip(" \t")[:1] != ":"
+
+
+def _opens_next_string(text: str, quote: int, closers: str) -> bool:
+    """Whether the quote at `quote` reads as the opening of the next string (the one before it
+    lost its closing quote): the next quote closes that string where structure follows."""
+    index = quote + 1
+    while index < len(text) and text[index] not in closers and text[index] not in "\r\n":
+        index += 2 if text[index] == "\\" else 1
+    return index < len(text) and text[index] in closers and _ends_string(text, index + 1)
+
+
+def _quoted_document_end(text: str, index: int, closers: str) -> int | None:
+    """A JSON object or array written inside a string without escaping its quotes (`"{"k": "v"}"`):
+    the offset of the quote right after it that ends the string, else None."""
+    if text[index : index + 1] not in ("{", "["):
+        return None
+    try:
+        end = _DECODER.raw_decode(text, index)[1]
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if text[end : end + 1] and text[end] in closers and _ends_string(text, end + 1):
+        return end
+    return None
+
+
+def _in_key_place(text: str, start: int) -> bool:
+    """Whether a string at `start` stands where an object's key does: after `{` or a comma."""
+    index = start - 1
+    while index >= 0 and text[index].isspace():
+        index -= 1
+    return index >= 0 and text[index] in "{,"
+
+
+def _string_end(text: str, start: int) -> tuple[int, bool]:
+    """Offset of the closing quote of the string at `start` (or of its line's end), and whether it closed.
+
+    The first quote that reads as an end closes the string; a quote inside it written
+    without its backslash and followed by more of its text (`"he said "hi" twice"`,
+    `"six feet (72") tall"`) does not, unless it reads as the opening of the next string
+    (`"x, "b": 1` is an unclosed string before a key). Without a quote that reads as an
+    end, the string is unclosed and runs to its line's end, inner quotes included.
+    """
+    closers = _CLOSING[text[start]]
+    if (quoted := _quoted_document_end(text, start + 1, closers)) is not None:
+        return quoted, True
+    index, first = start + 1, None
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in closers:
+            inner = _text_follows_parenthesis(text, index + 1, closers) \
+                or (first is not None and _text_goes_on(text, index + 1, closers))
+            if _ends_string(text, index + 1) and not inner:
+                if first is None:
+                    return index, True
+                later_key = text[index + 1 :].lstrip(" \t")[:1] == ":"
+                structure = later_key or _STRUCTURE_AFTER_COMMA.search(text[start + 1 : index])
+                return (first if structure and _opens_next_string(text, first, closers) else index), True
+            if first is None and not inner and (not text[index + 1 :].lstrip(" \t")[:1].isalpha()
+                                                or _value_after_space(text, index + 1)):
+                return index, True  # not followed by a word, or a value follows (`"id"  null`): its end
+            first = index if first is None else first
+        elif char in "\r\n":
+            line_break = _LINE_BREAK.match(text, index)
+            if first is None and _continues_on_next_line(text, line_break.end(), closers, _in_key_place(text, start)):
+                index = line_break.end()  # the line break is part of the string
+                continue
+            break
+        index += 1
+    return min(index, len(text)), False
+
+
+def _value_after_space(text: str, index: int) -> bool:
+    """White space, then what starts a JSON value (a number, a literal, a quote, a bracket)."""
+    rest = text[index:]
+    stripped = rest.lstrip(" \t")
+    if stripped == rest or not stripped:
+        return False
+    token = token_at(stripped, 0)
+    return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) \
+        or stripped[0] in "{["
+
+
+def _string(text: str, start: int) -> tuple[str, int, bool]:
+    """The string starting at `start` as a JSON string, its end offset, and whether it was closed.
+
+    An unclosed string ends at the end of its line, before any trailing commas and
+    closers there: the quote that went missing was most likely right before them. A
+    closing quote followed by a word (`"x, "b": 1`) most likely opened the next string,
+    so the string ends at its last comma instead (or where its text ends). Either way, a
+    comma followed by what starts a JSON value or key ends it sooner.
+    """
+    quote = text[start]
+    close, closed = _string_end(text, start)
+    raw = text[start + 1 : close]
+    if closed:
+        after = text[close + 1 : close + 2]
+        if not after or after in _FOLLOWERS or _ends_string(text, close + 1):
+            return '"' + _body(raw, quote) + '"', close + 1, True
+        # The quote at `close` opens the next string: this one ended at its last comma, or
+        # where its text ends; the closers before that comma were structure, not text.
+        comma = raw.rfind(",")
+        kept = raw[:comma].rstrip(" \t]}") if comma != -1 else raw.rstrip()
+    else:
+        kept = raw.rstrip(" \t,]}")
+    if structure := _STRUCTURE_AFTER_COMMA.search(kept):
+        kept = kept[: structure.start()].rstrip(" \t]}")
+    return '"' + _body(kept, quote) + '"', start + 1 + len(kept), False
+
+
+def _space(text: str) -> str:
+    """White space as JSON allows it: no-break and other Unicode spaces become plain ones."""
+    return "".join(char if char in " \t\r\n" else " " for char in text)
+
+
+def token_at(text: str, index: int) -> Token:
+    """The token that starts at `index`."""
+    char = text[index]
+    if char.isspace() or char == "\ufeff":
+        end = index
+        while end < len(text) and (text[end].isspace() or text[end] == "\ufeff"):
+            end += 1
+        return Token("space", _space(text[index:end].replace("\ufeff", "")), index, end)
+    if text.startswith("//", index) or char == "#":
+        line_break = _LINE_BREAK.search(text, index)  # a lone carriage return ends a line too
+        end = len(text) if line_break is None else line_break.start()
+        # a JSONC comment; a `#` comment is not JSONC's (dropped, in JSONC too)
+        return Token("comment" if char == "/" else "hash", text[index:end], index, end)
+    if text.startswith("/*", index):
+        end = text.find("*/", index + 2)
+        end = len(text) if end == -1 else end + 2
+        return Token("comment", text[index:end], index, end)
+    if char in "{}[]:,()":
+        return Token("punct", char, index, index + 1)
+    if char == "=":  # `key = value`: a colon written as in other formats
+        return Token("punct", ":", index, index + 1)
+    if char in _QUOTES:
+        value, end, closed = _string(text, index)
+        return Token("string", value, index, end, closed)
+    if match := _NUMBER.match(text, index):
+        number = match.group().lstrip("+")
+        number = "0" + number if number.startswith(".") else number
+        number = number.replace("-.", "-0.")
+        number = number + "0" if number.endswith(".") else number
+        return Token("number", number, index, match.end())
+    if char == "+":  # not a number's sign: string concatenation
+        return Token("punct", "+", index, index + 1)
+    if match := _WORD.match(text, index):
+        return Token("word", match.group(), index, match.end())
+    return Token("junk", "", index, index + 1)
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens, index = [], 0
+    while index < len(text):
+        token = token_at(text, index)
+        tokens.append(token)
+        index = token.end
+    return tokens
+
+
+def _bare_end(text: str, start: int, keys: bool = True) -> int:
+    """Where a value written without quotes ends: at structure, a line break, a comment, a
+    quoted string or (with `keys`: in an object) a bare key after white space; trailing white
+    space is not part of it. Outside an object `word:` is text (`She said: no way`)."""
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char in ",]}[{)\r\n":
+            break
+        spaced = index > start and text[index - 1] in " \t"
+        if spaced and (char in _QUOTES or text.startswith(("//", "/*", "#"), index)
+                       or (keys and _KEY_AHEAD.match(text, index))):
+            break
+        index += 1
+    while index > start and text[index - 1] in " \t":
+        index -= 1
+    return index
+
+
+def _bare_value(text: str, token: Token, keys: bool = True) -> str | None:
+    """The JSON for a value written without quotes that runs past its first token (`hello big
+    world`, `https://example.org/a?b=1`, `2024-10-18T18:35:22Z`, `2e-`), or None when the
+    token is the whole value or values merely lack their commas (`1 2 3`, `true false`)."""
+    end = _bare_end(text, token.start, keys)
+    run = text[token.start : end]
+    if end <= token.end:
+        return None
+    if match := _TRUNCATED_NUMBER.fullmatch(run):
+        return match.group(1).lstrip("+")
+    parts = tokenize(run)
+    significant = [part for part in parts if part.kind != "space"]
+    if all(part.kind == "number" or (part.kind == "word" and part.text in _LITERALS) for part in significant) \
+            and all(a.kind == "space" or b.kind == "space" for a, b in zip(parts, parts[1:], strict=False)):
+        return None
+    return json.dumps(run, ensure_ascii=False)

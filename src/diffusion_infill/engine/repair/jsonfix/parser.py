@@ -1,0 +1,363 @@
+"""The deterministic repair: a lenient parser that rewrites the tokens (diffusion_infill.engine.repair.jsonfix.lexer)
+as JSON with the smallest local changes, keeping the user's whitespace and every key and value it can."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from diffusion_infill.engine.repair.jsonfix.content import words
+from diffusion_infill.engine.repair.jsonfix.jsonc import strip_jsonc
+from diffusion_infill.engine.repair.jsonfix.lexer import _LITERALS, Token, _bare_end, _bare_value, token_at
+
+_BLANKS = re.compile(r"[ \t]*")
+_SPACES = re.compile(r"\s*")
+# Nesting the repair declines: its recursion would pass Python's default limit (1000 frames) about here.
+_MAX_DEPTH = 300
+_OPENERS = {"{": "}", "[": "]", "(": ")"}  # a parenthesised tuple is an array
+_AS_JSON = {"(": "[", ")": "]"}
+
+
+_HAS_VALUE = re.compile(r"[\w{\[]")
+# A fenced code block (an LLM reply, a Markdown excerpt): the JSON is what it fences.
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+# Prose before the JSON: words and spaces, perhaps ending in a colon, no quotes or brackets.
+_PROSE = re.compile(r"[^\W\d][^\n\"'{}\[\]()]*?\s[^\n\"'{}\[\]()]*?[:.!]?\s*", re.DOTALL)
+
+
+class _Writer:
+    """Output pieces, with whitespace held back so that an inserted comma lands before it."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.space: list[str] = []
+
+    def emit(self, text: str) -> None:
+        self.pieces += self.space
+        self.space = []
+        self.pieces.append(text)
+
+    def insert(self, text: str) -> None:
+        """Text the user did not write, placed right after the last significant token."""
+        self.pieces.append(text)
+
+    def drop_blanks(self) -> None:
+        """The held spaces and tabs before a comment left out at the end of its line, and the line
+        break before them when it stood alone: no trailing space and no blank line are left."""
+        held = "".join(self.space).rstrip(" \t")
+        line_break = re.search(r"(\r\n|\r|\n)\Z", held)
+        self.space = [held if line_break is None else held[: line_break.start()]]
+
+    def text(self) -> str:
+        return "".join(self.pieces + self.space)
+
+
+class _Parser:
+    def __init__(self, text: str, jsonc: bool = False):
+        self.text = text
+        self.jsonc = jsonc  # comments and trailing commas are kept
+        self.position = 0  # offset of the next token; tokens are read lazily, a bare value skips several
+        self.next: Token | None = None  # the token at `position`, once read
+        self.out = _Writer()
+        self.stack: list[str] = []  # closers of the open containers, innermost last
+        self.closed_object: int | None = None  # where the closer of the object that closed last was written
+
+    def _current(self) -> Token | None:
+        if self.position >= len(self.text):
+            return None
+        if self.next is None or self.next.start != self.position:
+            self.next = token_at(self.text, self.position)
+        return self.next
+
+    def peek(self) -> Token | None:
+        """The next significant token; whitespace and comments on the way are written or dropped."""
+        while (token := self._current()) is not None:
+            if token.kind == "space" or (token.kind == "comment" and self.jsonc):
+                self.out.space.append(token.text)  # held back like whitespace: an inserted comma lands before it
+            elif token.kind in ("comment", "hash"):
+                self.position = self._drop_comment(token)
+                continue
+            elif token.kind != "junk":
+                return token
+            self.position = token.end
+        return None
+
+    def _drop_comment(self, token: Token) -> int:
+        """Where reading goes on after a comment left out, leaving no blanks of its own: the blanks after it
+        when the line goes on, else the ones before it (and its line break when it stood alone)."""
+        after = _BLANKS.match(self.text, token.end).end()
+        if after < len(self.text) and self.text[after] not in "\r\n":
+            return after
+        self.out.drop_blanks()
+        return token.end
+
+    def take(self) -> Token:
+        token = self._current()
+        self.position = token.end
+        return token
+
+    def skip_to(self, offset: int) -> None:
+        self.position = offset
+
+    def value(self) -> None:
+        token = self.peek()
+        if token is None:
+            self.out.insert("null")
+            return
+        if token.kind == "punct" and token.text in _OPENERS:
+            self.take()
+            self.out.emit(_AS_JSON.get(token.text, token.text))
+            self.container(_OPENERS[token.text])
+        elif token.kind == "word" and self.call(token):
+            return
+        elif token.kind in ("word", "number") and (bare := _bare_value(self.text, token, self.in_object)) is not None:
+            self.out.emit(bare)
+            self.skip_to(_bare_end(self.text, token.start, self.in_object))
+        elif token.kind == "word":
+            self.take()
+            self.out.emit(_LITERALS.get(token.text, json.dumps(token.text, ensure_ascii=False)))
+        elif token.kind == "string":
+            self.take()
+            self.out.emit(token.text)
+            self.concatenate()
+        elif token.kind == "number":
+            self.take()
+            self.out.emit(token.text)
+        else:  # a comma, colon or closer where a value belongs: the value is missing
+            self.out.insert("null")
+
+    @property
+    def in_object(self) -> bool:
+        return self.stack[-1:] == ["}"]
+
+    def call(self, name: Token) -> bool:
+        """`NumberLong(2)`, `ObjectId("5f1e")`, `callback({...})`: the value inside the call
+        (MongoDB shell types, JSONP). False when the word is not followed by `(`."""
+        if not self.text[name.end :].lstrip(" \t").startswith("("):
+            return False
+        self.skip_to(self.text.index("(", name.end) + 1)
+        self.value()
+        token = self.peek()
+        if token is not None and token.kind == "punct" and token.text == ")":
+            self.take()
+        return True
+
+    def concatenate(self) -> None:
+        """Joins the strings `+` adds to the string just written (`"long text" + "more text"`)."""
+        while True:
+            position, space = self.position, list(self.out.space)
+            plus = self.peek()
+            following = None
+            if plus is not None and plus.kind == "punct" and plus.text == "+":
+                self.take()
+                following = self.peek()
+            if following is None or following.kind != "string":
+                self.position, self.out.space = position, space
+                return
+            self.take()
+            self.out.pieces[-1] = self.out.pieces[-1][:-1] + following.text[1:]
+            self.out.space = space  # the space around `+` goes with it
+
+    def _token_after(self, offset: int) -> Token | None:
+        start = _SPACES.match(self.text, offset).end()
+        return token_at(self.text, start) if start < len(self.text) else None
+
+    def _value_follows(self, offset: int) -> bool:
+        """Whether a JSON value (not prose) starts after `offset`: `1,2,3` is a list, `{...}, thanks` is not."""
+        token = self._token_after(offset)
+        return token is not None and (_starts_value(token) or (token.kind == "punct" and token.text in _OPENERS))
+
+    def _member_follows(self, offset: int) -> bool:
+        """Whether a key and its colon follow `offset`, after a comma, right after an object closed."""
+        if self.closed_object != len(self.out.pieces) - 1:
+            return False
+        token = self._token_after(offset)
+        return token is not None and token.kind in ("string", "word") and _colon_after(self.text, token.end)
+
+    def _on_next_line(self) -> bool:
+        """Whether a line break stands between what was written last and the next token."""
+        return any("\n" in space or "\r" in space for space in self.out.space)
+
+    def key(self, token: Token) -> None:
+        self.take()
+        text = token.text if token.kind == "string" else json.dumps(token.text, ensure_ascii=False)
+        self.out.emit(text)
+
+    def container(self, closer: str) -> None:
+        self.stack.append(closer)
+        is_object, need_comma, written = closer == "}", False, _AS_JSON.get(closer, closer)
+        while True:
+            token = self.peek()
+            if token is None:
+                self.out.insert(written)  # truncated text: close what is open
+                break
+            if token.kind == "punct" and token.text in "]})":
+                if token.text == closer:
+                    self.take()
+                    self.out.emit(written)
+                    self.closed_object = len(self.out.pieces) - 1 if is_object else None
+                    break
+                if token.text in self.stack:  # an outer container closes: this one lost its closer
+                    self.out.insert(written)
+                    break
+                self.take()  # a closer that closes nothing
+                continue
+            if token.kind == "punct" and token.text in ",:+":
+                self.take()  # a comma with no value before it, a stray colon or plus
+                continue
+            if not is_object and self.reopen_object(token):
+                need_comma = not self.after_item()
+                continue
+            if is_object and token.kind == "punct" and token.text in _OPENERS:
+                # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
+                # the value is the next item of what holds it; a key made up for it would be content
+                self.out.insert(closer)
+                break
+            if need_comma:
+                self.out.insert(",")  # two items with no comma between them
+            if is_object:
+                self.member(token)
+            else:
+                self.value()
+            need_comma = not self.after_item()
+        self.stack.pop()
+
+    def reopen_object(self, token: Token) -> bool:
+        """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
+        too early, so its closer is taken back and its members go on; False when that is not so."""
+        closed = self.closed_object
+        if closed is None or token.kind not in ("string", "word") or not _colon_after(self.text, token.end) \
+                or "".join(self.out.pieces[closed + 1 :]).strip() != ",":
+            return False
+        del self.out.pieces[closed]
+        self.container("}")
+        return True
+
+    def member(self, token: Token) -> None:
+        self.key(token)
+        following = self.peek()
+        if following is not None and following.kind == "punct" and following.text == ":":
+            self.take()
+            self.out.emit(":")
+        else:
+            self.out.insert(":")
+            if following is None or (following.kind == "punct" and following.text in ",}]"):
+                self.out.insert(" null")
+                return
+        self.value()
+
+    def after_item(self) -> bool:
+        """Writes the comma after an item, unless it is a trailing one; whether one was written or dropped."""
+        token = self.peek()
+        if token is None or token.kind != "punct" or token.text != ",":
+            return False
+        self.take()
+        self.out.emit(",")  # written now, so that the whitespace after it stays after it
+        written = len(self.out.pieces) - 1
+        following = self.peek()
+        while following is not None and following.kind == "punct" and following.text == ",":
+            self.take()  # ",,": one comma is enough
+            following = self.peek()
+        if not self.jsonc and (following is None or (following.kind == "punct" and following.text in "]}")):
+            del self.out.pieces[written]  # trailing comma: dropped
+        return True
+
+    def document(self) -> str | None:
+        """One value; more values after it (newline-delimited JSON, or values separated by commas)
+        become the items of an array, and what is left that cannot start a value (closers, prose
+        after the JSON) is dropped. None when the text holds no value at all (only punctuation)."""
+        first = self.peek()
+        if first is None or (first.kind == "punct" and first.text not in _OPENERS):
+            return None
+        self.value()
+        values = 1
+        while (token := self.peek()) is not None:
+            # `{"a": 1}` then `"b": 2}`: closed too early, without a comma (`Note: ...` after it is prose)
+            if token.kind == "string" and self._member_follows(token.start):
+                self.out.insert(",")
+                self.reopen_object(token)
+                continue
+            if (token.kind == "punct" and token.text in _OPENERS) or (_starts_value(token) and self._on_next_line()):
+                self.out.insert(",")
+                self.value()
+                values += 1
+                continue
+            if token.kind == "punct" and token.text == "," and self._member_follows(token.end):
+                self.take()
+                self.out.emit(",")
+                self.reopen_object(self.peek())
+                continue
+            if token.kind == "punct" and token.text == "," and self._value_follows(token.end):
+                self.take()
+                self.out.emit(",")
+                self.value()
+                values += 1
+                continue
+            if token.kind == "punct" and token.text in "]},;)":
+                self.take()  # closers, commas and semicolons left over after the document
+                continue
+            self.out.space = []
+            break  # prose after the JSON
+        if values > 1:
+            self.out.pieces.insert(0, "[")
+            self.out.insert("]")
+        return self.out.text()
+
+
+def _colon_after(text: str, index: int) -> bool:
+    index = _BLANKS.match(text, index).end()
+    return text[index : index + 1] == ":"
+
+
+def _starts_value(token: Token) -> bool:
+    """A string, a number or a literal: a scalar JSON value, as opposed to prose."""
+    return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS)
+
+
+def _unescaped(text: str) -> str:
+    """A document whose every quote is backslash-escaped (`{\"a\": 1}`, copied out of a string)
+    with those escapes removed; other text unchanged."""
+    quotes = [index for index, char in enumerate(text) if char == '"']
+    if not quotes or any(index == 0 or text[index - 1] != "\\" for index in quotes):
+        return text
+    return text.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def _unwrapped(text: str) -> str:
+    """The JSON inside a wrapper: a fenced code block (with any prose around it), or the text
+    from the first bracket on after a sentence of prose (`Here is the data: {...}`)."""
+    if fenced := _FENCED.search(text):
+        inside = fenced.group(2)
+        if inside.strip():
+            return inside
+    stripped = text.lstrip()
+    opener = min((index for index in (stripped.find("{"), stripped.find("[")) if index > 0), default=-1)
+    if opener > 0 and _PROSE.fullmatch(stripped[:opener]):
+        return stripped[opener:]
+    return text
+
+
+def structural_repair(text: str, jsonc: bool = False) -> str | None:
+    """The text rewritten as JSON (JSONC: keeping comments and trailing commas) with the smallest local
+    changes, or None when there is nothing to repair."""
+    if not _HAS_VALUE.search(text):  # quotes and punctuation alone (`"`, `'"'`): no JSON here
+        return None
+    try:
+        repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
+    except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
+        return None
+    if repaired is not None and not words(repaired) and words(strip_jsonc(text)):
+        return None  # every word written is gone (`not json at all {{{ ]]]`): prose, not JSON
+    return repaired
+
+
+def too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than the repair can follow (it declines such text)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return deepest >= _MAX_DEPTH

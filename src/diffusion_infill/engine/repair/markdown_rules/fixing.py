@@ -1,0 +1,168 @@
+"""The deterministic fix of every rule, round by round until nothing is broken."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from diffusion_infill.engine.repair.markdown_rules.lines import (
+    _FENCE,
+    _HEADING,
+    _QUOTE_PREFIX,
+    _blank,
+    _closes,
+    _indent,
+    _inner,
+    _Line,
+    _lines,
+    _list_marker,
+)
+from diffusion_infill.engine.repair.markdown_rules.rules import (
+    _ended_by_container,
+    _fence_blanks,
+    _list_problems,
+    _open_fence,
+    _swallowed,
+    _unbalanced_lines,
+    _unlabelled,
+    problems,
+)
+from diffusion_infill.engine.repair.markdown_rules.tables import _padded_rows
+
+_SHELL = re.compile(r"^\s*(\$ |(pip|pip3|npm|npx|git|cd|python|python3|uv|make|curl|docker|export|conda|brew|apt|"
+                    r"apt-get|sudo|pytest|nvim|code)\b)")
+
+
+# Plain prose, not code: a capital, four words or more without code's punctuation, a sentence's end.
+_PROSE_LINE = re.compile(r"[A-Z][\w'’,-]*(?: [^\s=;{}<>$\\|#]+){3,}[.:!?]")
+
+
+FIX_ROUNDS = 3  # closing a code span can reveal emphasis it hid; a few rounds settle it
+MAX_REFENCED = 50  # rounds that only close a fence swallowing the next one's opening line
+
+
+def fix(text: str) -> str:
+    """`text` with every rule's deterministic fix applied; unchanged when nothing is broken. A text whose
+    every line ends in CRLF is fixed with CRLF line endings, the lines a fix adds included."""
+    if "\r\n" in text and text.count("\n") == text.count("\r\n"):
+        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n")
+    rounds = refenced = 0
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and problems(text):
+        text, only_fence = _fix_once(text)
+        rounds, refenced = rounds + (not only_fence), refenced + only_fence
+    return text
+
+
+def _language(lines: list[_Line], opening: _Line) -> str:
+    """A language for an unlabelled fence, from its content: json, sh or text."""
+    index = lines.index(opening)
+    body = []
+    for line in lines[index + 1 :]:
+        if line.fence == "close":
+            break
+        body.append(line.text[_QUOTE_PREFIX.match(line.text).end():])
+        if line.closes_at:
+            break
+    content = "\n".join(body).strip()
+    try:
+        json.loads(content)
+        return "json" if content[:1] in "{[" else "text"
+    except json.JSONDecodeError:
+        pass
+    return "sh" if content and all(_SHELL.match(row) for row in content.split("\n") if row.strip()) else "text"
+
+
+def _fix_once(text: str) -> tuple[str, bool]:
+    """`text` with one round of fixes, and whether it was only a swallowing fence closed (the fences
+    after it pair up anew, so every other fix waits for the next round)."""
+    lines = _lines(text)
+    for opening, inner in _swallowed(lines)[:1]:
+        end = lines[_code_end(lines, opening, lines.index(inner))]
+        match = _FENCE.match(opening.text)
+        return "\n".join(line.text + ("\n" + match.group(1) + match.group(2) if line is end else "")
+                         for line in lines), True
+    replaced = _padded_rows(lines)
+    for line, missing in _unbalanced_lines(lines):
+        body = line.text.rstrip()
+        replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body):]
+    for line, kind, wanted in _list_problems(lines):
+        current = replaced.get(line.start, line.text)
+        _, _, match = _list_marker(current)
+        marker_at = match.end(1) + (len(match.group(2)) if kind in ".)" else 0)
+        replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
+    for line in _unlabelled(lines):
+        replaced[line.start] = line.text.rstrip() + _language(lines, line)
+    reindented = set()
+    for _, last in _ended_by_container(lines):
+        after = _dedented_closer(lines, last)
+        if after is not None:  # the closing fence, written left of the item's indent: moved into the item
+            replaced[after.start] = last.closes_at
+            reindented.add(after.start)
+        else:
+            replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
+    blank_after = {}  # line index -> the blank line to insert after it; one between two fences
+    index_of = {line.start: index for index, line in enumerate(lines)}
+    for line, side in _fence_blanks(lines):
+        if line.start in reindented:
+            continue  # a closing fence now, in the item: no blank line goes before it
+        index = index_of[line.start] - (side == "before")
+        blank_after[index] = _QUOTE_PREFIX.match(line.text).group().rstrip()
+    for index, blank in blank_after.items():
+        line = lines[index]
+        replaced[line.start] = replaced.get(line.start, line.text) + "\n" + blank
+    opened = _open_fence(lines)
+    at_end = ""  # the closing fence to append, for a fence whose code runs to the end
+    if opened is not None and opened.start not in reindented:
+        match = _FENCE.match(opened.text)
+        closer, end = match.group(1) + match.group(2), _code_end(lines, opened)
+        if end is None:
+            at_end = closer
+        else:
+            replaced[lines[end].start] = replaced.get(lines[end].start, lines[end].text) + "\n" + closer
+    out = "\n".join(replaced.get(line.start, line.text) for line in lines)
+    if at_end:
+        out += ("" if out.endswith("\n") else "\n") + at_end + ("\n" if text.endswith("\n") else "")
+    return out, False
+
+
+def _dedented_closer(lines: list[_Line], last: _Line) -> _Line | None:
+    """The line that ended the list item or block quote a fence was open in, when it is that fence's
+    closing line written with less indentation (then it opens a new fence): None otherwise."""
+    index = lines.index(last) + 1
+    while index < len(lines) and lines[index].in_code and not lines[index].fence and _blank(lines[index].text):
+        index += 1
+    if index == len(lines) or lines[index].fence != "open":
+        return None
+    following = lines[index]
+    marker = _FENCE.match(last.closes_at).group(2)
+    return following if _closes(marker, following.text) else None
+
+
+def _code_end(lines: list[_Line], opening: _Line, stop: int | None = None) -> int | None:
+    """Index of the last line of an unclosed fence's code: the last line that is not blank before
+    a heading or, after a blank line, a line of plain prose at the fence's own indent, or before
+    line `stop`; None when the code runs to the end of the text."""
+    start = lines.index(opening)
+    indent = _indent(_inner(opening.text))
+    last = start
+    for index in range(start + 1, len(lines) if stop is None else stop):
+        line = _inner(lines[index].text)
+        if not line.strip():
+            continue
+        previous_blank = not _inner(lines[index - 1].text).strip()
+        following = _inner(lines[index + 1].text) if index + 1 < len(lines) else ""
+        if _indent(line) <= indent and (_ends_code_as_heading(line, previous_blank, not following.strip())
+                                        or (previous_blank and _PROSE_LINE.fullmatch(line.strip()))):
+            return last
+        last = index
+    return None if stop is None else last
+
+
+def _ends_code_as_heading(line: str, blank_before: bool, blank_after: bool) -> bool:
+    """A heading after code (`## Usage`); a lone `#` is often a shell or Python comment, so it counts
+    only with blank lines on both sides."""
+    match = _HEADING.match(line)
+    if match is None:
+        return False
+    level = len(line.lstrip(" ")) - len(line.lstrip(" ").lstrip("#"))
+    return (blank_before and blank_after) if level == 1 else (blank_before or blank_after)
