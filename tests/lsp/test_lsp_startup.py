@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities, recording_client, send_raw
+from lsp_client import MODEL_PATH, Editor, capabilities, recording_client, send_raw, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -47,6 +48,24 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
         assert await client._server.wait() == 0
     finally:
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_uncalibrated_checkpoint_is_reported(model_dir, tmp_path):
+    """What `train` exports: the weights without the calibration chosen for other weights."""
+    uncalibrated = tmp_path / "model"
+    shutil.copytree(model_dir, uncalibrated, ignore=shutil.ignore_patterns("confidence.json", "sampler.json"))
+    client = recording_client()
+    await client.start_io(*serve_command(uncalibrated, tmp_path / "t.json"))
+    shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
+    try:
+        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
+                                                               initialization_options={"diffusionInfill": MODEL_PATH}))
+        message = await asyncio.wrap_future(shown)
+        assert message.type == types.MessageType.Info
+        assert f"{uncalibrated} is not calibrated" in message.message
+    finally:
+        await stop(client)
 
 
 @pytest.mark.asyncio

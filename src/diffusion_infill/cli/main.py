@@ -15,19 +15,17 @@ from typing import TYPE_CHECKING
 
 from diffusion_infill.bench.compare import add_arguments as add_bench_arguments
 from diffusion_infill.cli import remote
+from diffusion_infill.cli import train as training
 from diffusion_infill.cli.inputs import (
     CliError,
     Parser,
     check_listen,
     device_name,
     dtype_name,
-    non_negative_float,
-    non_negative_int,
     positive_float,
     positive_int,
     probability,
     read_text,
-    shape,
     tcp_address,
 )
 from diffusion_infill.engine.checkpoint import ModelLoadError, model_problem
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
     from diffusion_infill.engine.loading import LoadedModel
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
-TRAIN_DEFAULTS = {"diffusion": (Path("runs/tiny"), Path("src/diffusion_infill/engine/model")),
-                  "fim": (Path("runs/fim"), Path("src/diffusion_infill/bench/fim_model"))}  # run dir, export dir
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -105,56 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     remote.add_options(fix)
 
     train = commands.add_parser("train", help="train the embedded model, or the autoregressive baseline (resumable)")
-    train.add_argument("--objective", choices=tuple(TRAIN_DEFAULTS), default="diffusion",
-                       help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline")
-    train.add_argument("--run-dir", type=Path, metavar="DIR",
-                       help="checkpoints, logs, probes (default: runs/tiny, runs/fim)")
-    train.add_argument("--export", type=Path, metavar="DIR", help="save_pretrained directory (default: "
-                       "src/diffusion_infill/engine/model, src/diffusion_infill/bench/fim_model)")
-    train.add_argument("--init-from", type=Path, metavar="DIR",
-                       help="continue from exported weights (fresh optimizer; steps "
-                       "and CPU hours count on from their recipe.json)")
-    train.add_argument("--max-steps", type=positive_int, default=10**9, metavar="N", help="stop at this optimizer step")
-    train.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after this wall time")
-    train.add_argument("--max-cpu-hours", type=positive_float, metavar="H",
-                       help="stop when training has used this much CPU time in all")
-    train.add_argument("--cooldown-hours", type=non_negative_float, metavar="C",
-                       help="with --max-cpu-hours: the learning rate "
-                       "falls linearly to a tenth over the last this many CPU hours")
-    train.add_argument("--seed", type=int, default=0, metavar="N", help="data order, noise and weights (default 0)")
-    train.add_argument("--noise", choices=("mask", "uniform"), default="mask",
-                       help="diffusion: the noise of the objective (default mask)")
-    train.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's choice)")
-    train.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                       help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
-    train.add_argument("--max-prefix", type=positive_int, default=128, metavar="N", help="prefix tokens the model sees "
-                       "(training and inference; batches draw a quarter, half or all of it)")
-    train.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, metavar="H",
-                       help="diffusion: CPU hours of "
-                       "the encoder's autoregressive loss alone before the joint loss")
-    train.add_argument("--context-tokens", type=non_negative_int, default=0, metavar="N",
-                       help="of --max-prefix, tokens given to lines from further up the file that share names "
-                       "with the cursor's line (training and inference; default 0: none)")
-    train.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
-                       help="diffusion: gap slots after END out of the loss, or PAD targets")
-    train.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
-                       help="diffusion: a new model's layers and width (default 4x256; heads 64 wide)")
-    train.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                       help="where to train (auto: a CUDA GPU when there is one)")
-    train.add_argument("--workers", type=non_negative_int, help="DataLoader processes making batches (default: "
-                       "0 on the CPU, which keeps a run reproducible; 6 on a GPU)")
-    train.add_argument("--prefixes", type=positive_int, help="prefixes a batch (default 12 on the CPU, 192 on a GPU)")
-    train.add_argument("--learning-rate", type=positive_float, default=2e-3, help="peak learning rate")
-    train.add_argument("--warmup-steps", type=positive_int, default=200, help="steps of linear warm-up")
-    train.add_argument("--cooldown-minutes", type=non_negative_float, help="with --max-minutes: the learning "
-                       "rate falls linearly to a tenth over the last this many minutes")
-    train.add_argument("--corpus", choices=("stdlib", "stdlib+pypi"), default="stdlib",
-                       help="stdlib+pypi adds the PyPI token stream "
-                       "(python -m diffusion_infill.engine.training.pypi_corpus)")
-    train.add_argument("--corpus-dir", type=Path,
-                       help="where the PyPI token stream lies (default runs/pypi-corpus)")
-    train.add_argument("--weighting", choices=("inverse_t", "plain"), default="inverse_t",
-                       help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy")
+    training.add_arguments(train)
     bench = commands.add_parser("bench", help="the diffusion engine beside the autoregressive baseline, held-out cases")
     add_bench_arguments(bench)
     return parser
@@ -264,6 +211,7 @@ def _serve(args: argparse.Namespace) -> int:
     if address is not None:
         check_listen(*address)
     _start_torch(args)
+    from diffusion_infill.engine.remote.settings import Credentials
     from diffusion_infill.lsp.server import ServeOptions, create_server
     from diffusion_infill.lsp.settings import ServerSettings
     from diffusion_infill.lsp.telemetry import default_path
@@ -273,7 +221,9 @@ def _serve(args: argparse.Namespace) -> int:
                               entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
                               prompt_format=args.prompt_format, timeout=args.timeout,
                               invoked_timeout=args.invoked_timeout)
-    server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code))
+    credentials = Credentials.from_environment(args.url)
+    server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code,
+                                        credentials))
     if address is None:
         server.start_io()
     else:
@@ -281,49 +231,6 @@ def _serve(args: argparse.Namespace) -> int:
         # the only way to learn the port, and no editor files this stderr as errors.
         logging.getLogger("pygls.server").setLevel(logging.INFO)
         server.start_tcp(*address)
-    return 0
-
-
-def _train(args: argparse.Namespace) -> int:
-    if args.context_tokens >= args.max_prefix:
-        raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
-    import torch
-
-    from diffusion_infill.engine.devices import pick_device
-    from diffusion_infill.engine.tiny import TinyArchitecture
-    from diffusion_infill.engine.training.fim import FIM_ARCHITECTURE
-    from diffusion_infill.engine.training.objective import ObjectiveConfig
-    from diffusion_infill.engine.training.train import FimTrainer, Runtime, TrainConfig, Trainer, TrainingSetupError
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
-        device = pick_device(args.device)
-    except ModelLoadError as error:
-        raise CliError(str(error)) from None
-    on_gpu = device.type == "cuda"
-    runtime = Runtime(device, args.workers if args.workers is not None else 6 * on_gpu,
-                      args.corpus_dir or Runtime.corpus_dir)
-    run_dir, export = TRAIN_DEFAULTS[args.objective]
-    p = args.max_prefix
-    objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
-                                weighting=args.weighting, context_tokens=args.context_tokens,
-                                prefixes=args.prefixes or (192 if on_gpu else 12))
-    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
-                  learning_rate=args.learning_rate, warmup_steps=args.warmup_steps,
-                  probes=0 if on_gpu else TrainConfig.probes)  # the probe engine runs on the CPU only
-    try:
-        if args.objective == "fim":
-            config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
-            trainer = FimTrainer(config, args.run_dir or run_dir, args.export or export, args.init_from, runtime)
-        else:
-            config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours,
-                                 architecture=TinyArchitecture.of_shape(*args.shape), **recipe)
-            trainer = Trainer(config, args.run_dir or run_dir, args.export or export, args.init_from, runtime)
-        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours,
-                      args.cooldown_minutes)
-    except TrainingSetupError as error:
-        raise CliError(str(error)) from None
     return 0
 
 
@@ -336,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
-    handlers = {"complete": _complete, "serve": _serve, "train": _train, "fix": _fix, "bench": _bench}
+    handlers = {"complete": _complete, "serve": _serve, "train": training.run, "fix": _fix, "bench": _bench}
     try:
         return handlers[args.command](args)
     except CliError as error:  # bad input: one line, exit 2
