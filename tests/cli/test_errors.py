@@ -153,7 +153,12 @@ def notes(tmp_path) -> Path:
     (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
     (["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json",
                                                               "tokenizer"]),
+    (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+    (["serve", "--tcp", "0", "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json"]),
     (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+    (["serve", "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+    (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+    (["serve", "--max-steps", "0"], ["--max-steps", "'0'"]),
     (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
     (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
     (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
@@ -182,9 +187,10 @@ def test_a_one_line_file_says_line_not_lines(tmp_path):
     assert_answered_before(run_reporting("complete", f"{source}:3:1"), "has 1 line;")
 
 
-def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone():
+@pytest.mark.parametrize("command", [["complete", AT_SAMPLE], ["serve"]], ids=["complete", "serve"])
+def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone(command):
     device = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: none on a CPU-only build
-    done, imported = run_reporting("complete", AT_SAMPLE, "--device", device)
+    done, imported = run_reporting(*command, "--device", device)
     assert_one_line_error(done, device)
     assert imported == {"torch"}  # asked of torch, before transformers loads
 

@@ -58,7 +58,7 @@ async def test_completions_come_from_the_server(openai_server, tmp_path):
 async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     options = {"diffusionInfill": {"engine": "openai", "url": url, "model": "served-name"}}
-    client, _ = await start(serve_command("unused", tmp_path / "t.json"), capabilities(["utf-16"]), options)
+    client, _ = await start(serve_command(None, tmp_path / "t.json"), capabilities(["utf-16"]), options)
     try:
         editor = Editor(client)
         uri = editor.open("x = \n")

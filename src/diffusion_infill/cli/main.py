@@ -206,10 +206,13 @@ def _fix(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     address = tcp_address(args.tcp) if args.tcp else None
     remote.remote_settings(args)  # checked here; the server connects itself
-    # A model or GPU that is not there does not stop the server: it says why in the editor, and the
-    # diagnostics and deterministic fixes work without a model.
+    # The command line's model and device are checked as `complete` and `fix` check them: a typo
+    # is one line here, not a message in an editor. One that an editor's settings choose later is
+    # reported there, and the diagnostics and deterministic fixes work without a model.
+    _check_model(args)
     if address is not None:
         check_listen(*address)
+    _check_device(args)  # imports torch
     _start_torch(args)
     from diffusion_infill.engine.remote.settings import Credentials
     from diffusion_infill.lsp.server import ServeOptions, create_server
