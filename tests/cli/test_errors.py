@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,9 @@ def test_fix_without_a_model_never_imports_the_model_stack(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["fixed"] is True
     assert imported == set()
+
+
+def test_version_is_one_line_before_anything_heavy_is_imported():
+    done, imported = run_reporting("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"diffusion-infill {version('diffusion-infill')}\n", "")
+    assert not imported

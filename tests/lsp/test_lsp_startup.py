@@ -62,7 +62,7 @@ async def test_an_uncalibrated_checkpoint_is_reported(model_dir, tmp_path):
     try:
         await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
                                                                initialization_options={"diffusionInfill": MODEL_PATH}))
-        message = await asyncio.wrap_future(shown)
+        message = await asyncio.wait_for(asyncio.wrap_future(shown), 120)  # a loaded model: seconds
         assert message.type == types.MessageType.Info
         assert f"{uncalibrated} is not calibrated" in message.message
     finally:

@@ -36,9 +36,10 @@ class Location:
 
     def split(self, text: str) -> tuple[str, str]:
         """(prefix, suffix) of `text` at this location."""
-        lines = text.split("\n")
+        lines = text.split("\n")  # the cursor may also sit on the empty line after a final newline
         if not 1 <= self.line <= len(lines):
-            raise LocationError(f"{self.path} has {plural(len(lines), 'line')}; line {self.line} is out of range")
+            counted = len(text.splitlines())  # what an editor numbers: a final newline ends a line, starts none
+            raise LocationError(f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range")
         if not 1 <= self.column <= len(lines[self.line - 1]) + 1:
             characters = plural(len(lines[self.line - 1]), "character")
             raise LocationError(f"line {self.line} of {self.path} has {characters}; "
@@ -47,9 +48,11 @@ class Location:
         return text[:offset], text[offset:]
 
 
-def run(engine, location: Location, text: str, as_json: bool, min_confidence: float = 0.0) -> int:
+def run(engine, location: Location, text: str, as_json: bool, min_confidence: float | None = None) -> int:
     """Completes `text` (the file's) at `location`; prints the drafts live on a terminal, and nothing
-    when the completion's confidence is under `min_confidence` (as the server gates it)."""
+    when the completion's confidence is under `min_confidence` (as the server gates it). `shown`
+    says whether the server would show it while typing: its gate at `min_confidence`, else at the
+    threshold calibrated with the checkpoint, as the server's default settings do."""
     from diffusion_infill.engine.completion.confidence import passes  # imports torch: only once the input is checked
 
     prefix, suffix = location.split(text)
@@ -76,8 +79,9 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
     valid = closure.check(prefix, final.text, suffix, language).valid
-    shown = passes(final.confidence, min_confidence)
-    shown_text = final.text if shown else ""
+    printed = passes(final.confidence, min_confidence or 0.0)
+    shown_text = final.text if printed else ""
+    threshold = gate_threshold(engine, min_confidence)
 
     if as_json:
         result = {
@@ -88,17 +92,27 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
                            "total": round(total_ms, 2)},
             "valid": valid,
             "confidence": None if final.confidence is None else round(final.confidence, 4),
-            "shown": shown,
+            "shown": passes(final.confidence, threshold),
+            "threshold": threshold,
         }
         print(json.dumps(result))
         return 0
     if live:
         print(f"{RESTORE_AND_CLEAR}{shown_text}")
-    elif shown:
+    elif printed:
         print(shown_text)
-    print(f"[{final.step} steps, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
-          f"{_confidence_note(final.confidence, shown, min_confidence)}]", file=sys.stderr)
+    print(f"[{plural(final.step, 'step')}, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
+          f"{_confidence_note(final.confidence, printed, min_confidence or 0.0)}]", file=sys.stderr)
     return 0
+
+
+def gate_threshold(engine, min_confidence: float | None) -> float:
+    """The confidence an editor's completion needs while typing: `min_confidence` when given, else the
+    threshold calibrated with the checkpoint, else 0 (the server's minConfidence null)."""
+    if min_confidence is not None:
+        return min_confidence
+    calibration = getattr(engine, "calibration", None)
+    return calibration.threshold if calibration is not None else 0.0
 
 
 def _confidence_note(confidence: float | None, shown: bool, min_confidence: float) -> str:

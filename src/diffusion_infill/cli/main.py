@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,14 +65,16 @@ def _engine_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="diffusion-infill", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('diffusion-infill')}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     complete = commands.add_parser("complete", help="complete at PATH:LINE:COL (1-based, COL in characters)")
     complete.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
     complete.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-    complete.add_argument("--min-confidence", type=probability, default=0.0, metavar="P",
+    complete.add_argument("--min-confidence", type=probability, metavar="P",
                           help="print nothing when the completion's estimated chance of being accepted is under P "
-                          "(the server's minConfidence; default 0: always print)")
+                          "(the server's minConfidence; default: always print, and --json's `shown` is judged "
+                          "at the threshold calibrated with the checkpoint, as the server's default)")
     _engine_options(complete)
     _model_options(complete)
     remote.add_options(complete)
