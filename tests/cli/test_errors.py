@@ -209,3 +209,15 @@ def test_version_is_one_line_before_anything_heavy_is_imported():
     done, imported = run_reporting("--version")
     assert (done.returncode, done.stdout, done.stderr) == (0, f"diffusion-infill {version('diffusion-infill')}\n", "")
     assert not imported
+
+
+# `import matplotlib` then fails as it does where matplotlib is not installed
+WITHOUT_MATPLOTLIB = "import sys\nsys.modules['matplotlib'] = None\n"
+
+
+def test_bench_out_without_matplotlib_is_one_line_before_the_run():
+    code = WITHOUT_MATPLOTLIB + REPORTING
+    done = subprocess.run([sys.executable, "-c", code, "bench", "--quick", "--out", "unused"], capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout.split() == [], done.stderr  # nothing heavy imported
+    assert_one_line_error(subprocess.CompletedProcess(done.args, 2, "", done.stderr), "matplotlib", "--out")

@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        _need_matplotlib()
     from diffusion_infill.bench.compare import main as bench_main
     from diffusion_infill.engine.baseline.autoregressive import SPEC_FILE
 
@@ -118,6 +120,15 @@ def _bench(args: argparse.Namespace) -> int:
         raise CliError(f"no autoregressive baseline at {args.baseline} (missing {SPEC_FILE}); train one with "
                        "`diffusion-infill train --objective fim`")
     return bench_main(args)  # limits torch threads itself, as the server does
+
+
+def _need_matplotlib() -> None:
+    """--out draws plot.png at the end of a run of minutes: a missing matplotlib is said before it starts."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CliError("bench --out draws plot.png with matplotlib, which is not installed: "
+                       "pip install matplotlib (or install.sh's '.[dev]'), or leave out --out") from None
 
 
 def _check_model(args: argparse.Namespace) -> None:
