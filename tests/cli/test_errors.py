@@ -221,3 +221,13 @@ def test_bench_out_without_matplotlib_is_one_line_before_the_run():
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and done.stdout.split() == [], done.stderr  # nothing heavy imported
     assert_one_line_error(subprocess.CompletedProcess(done.args, 2, "", done.stderr), "matplotlib", "--out")
+
+
+@pytest.mark.parametrize("command", ["serve", "complete", "fix"])
+def test_a_command_imports_neither_the_benchmark_nor_posix_only_modules(command):
+    probe = ("import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+             "except SystemExit:\n    pass\n"
+             "print(sorted(name for name in sys.modules if name.startswith('diffusion_infill.bench') "
+             "or name == 'resource'))")
+    done = subprocess.run([sys.executable, "-c", probe, command, "--help"], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

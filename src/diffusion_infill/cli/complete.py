@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffusion_infill.cli.inputs import CliError, plural
+from diffusion_infill.cli import remote
+from diffusion_infill.cli.inputs import CliError, plural, probability, read_text
+from diffusion_infill.cli.models import (
+    add_engine_options,
+    add_model_options,
+    check_device,
+    check_model,
+    load_model,
+    start_torch,
+)
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 
@@ -121,3 +131,33 @@ def _confidence_note(confidence: float | None, shown: bool, min_confidence: floa
         return "confidence unknown"  # a checkpoint without confidence.json, or a remote engine
     note = f"confidence {confidence:.2f}"
     return note if shown else f"{note}, under --min-confidence {min_confidence:g}: not printed"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.add_argument("--min-confidence", type=probability, metavar="P",
+                        help="print nothing when the completion's estimated chance of being accepted is under P "
+                        "(the server's minConfidence; default: always print, and --json's `shown` is judged "
+                        "at the threshold calibrated with the checkpoint, as the server's default)")
+    add_engine_options(parser)
+    add_model_options(parser)
+    remote.add_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Checks the location, the model and the device, then loads the model and completes."""
+    location = Location.parse(args.location)
+    text = read_text(location.path)
+    location.split(text)  # the position is checked before the model loads
+    server = remote.remote_settings(args)
+    check_model(args)
+    check_device(args)
+    start_torch(args)
+    from diffusion_infill.engine.factory import create_engine
+    from diffusion_infill.engine.settings import EngineSettings
+
+    settings = EngineSettings(mode=args.mode).with_overrides(
+        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
+    engine = remote.connect(server, settings, args.seed) if server else create_engine(load_model(args), settings)
+    return run(engine, location, text, args.json, args.min_confidence)

@@ -98,7 +98,7 @@ def destinations(args: argparse.Namespace) -> tuple[Path, Path]:
     return run_dir, args.export
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     if args.context_tokens >= args.max_prefix:
         raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
     run_dir, export = destinations(args)
