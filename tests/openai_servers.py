@@ -104,7 +104,13 @@ class TransformersServe:
 class Request:
     """One request that reached the silent server, on its own connection."""
 
+    head: bytes  # the request line and headers
     closed_by_client: threading.Event = field(default_factory=threading.Event)
+
+    def header(self, name: str) -> str | None:
+        lines = self.head.decode("latin-1").split("\r\n")[1:]
+        values = [line.partition(":")[2].strip() for line in lines if line.partition(":")[0].lower() == name.lower()]
+        return values[0] if values else None
 
 
 class SilentServer:
@@ -139,7 +145,7 @@ class SilentServer:
             while chunk := connection.recv(65536):
                 data += chunk
                 if request is None and b"\r\n\r\n" in data:
-                    request = Request()
+                    request = Request(data.partition(b"\r\n\r\n")[0])
                     self.requests.put(request)
         if request is not None:
             request.closed_by_client.set()

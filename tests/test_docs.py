@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,24 @@ def local_targets(page: Path) -> list[str]:
 def test_every_local_link_names_a_file_that_exists(page):
     missing = [target for target in local_targets(page) if not (page.parent / target).exists()]
     assert not missing, f"{page.relative_to(ROOT)} links to {missing}"
+
+
+# A path in code (`tests/cli/test_errors.py`), from the repository root; placeholders (RUN, DIR) aside.
+REPOSITORY_PATH = re.compile(r"^(?:\./)?((?:src|tests|docs|clients|scripts|\.ci)/[\w./-]*[\w/])(?:::[\w\[\]-]+)?$")
+
+
+def named_paths(page: Path) -> list[str]:
+    """Repository paths a page names in inline code: `tests/...`, `src/...`, `docs/...`."""
+    paths = []
+    for block in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8")):
+        for token in block.children or []:
+            for word in token.content.split() if token.type == "code_inline" else []:
+                if match := REPOSITORY_PATH.match(word.rstrip(",;:")):
+                    paths.append(match[1])
+    return paths
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_path_named_in_code_exists(page):
+    missing = [path for path in named_paths(page) if not (ROOT / path).exists()]
+    assert not missing, f"{page.relative_to(ROOT)} names {missing}"

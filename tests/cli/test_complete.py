@@ -13,8 +13,10 @@ import pytest
 from diffusion_infill.cli.complete import Location, LocationError
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.loading import EMBEDDED_MODEL
 
-JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown", "source"}
+JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown", "threshold", "source"}
+CALIBRATED_THRESHOLD = json.loads((EMBEDDED_MODEL / "confidence.json").read_text())["threshold"]
 
 
 def test_json_output_is_one_object_on_the_last_line(console_script):
@@ -32,7 +34,21 @@ def test_json_output_is_one_object_on_the_last_line(console_script):
     assert set(result["timings_ms"]) == {"prefill", "first_draft", "total"}
     assert 0 <= result["timings_ms"]["first_draft"] <= result["timings_ms"]["total"]
     assert result["valid"] is True
-    assert 0 <= result["confidence"] <= 1 and result["shown"] is True  # the embedded model is calibrated
+    assert 0 <= result["confidence"] <= 1  # the embedded model is calibrated
+    assert result["threshold"] == CALIBRATED_THRESHOLD
+    assert result["shown"] is (result["confidence"] >= CALIBRATED_THRESHOLD)
+
+
+def test_shown_is_what_the_servers_gate_does_at_its_default_settings(capsys):
+    """The README's example: printed (complete prints every completion by default), and at its
+    confidence an editor would show nothing while typing."""
+    assert main(["complete", f"{SAMPLE}:10:24", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["text"] and result["confidence"] < CALIBRATED_THRESHOLD
+    assert (result["shown"], result["threshold"]) == (False, CALIBRATED_THRESHOLD)
+    assert main(["complete", f"{SAMPLE}:10:24", "--json", "--min-confidence", "0"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["shown"], result["threshold"]) == (True, 0)  # a minConfidence set: that one
 
 
 def test_the_confidence_is_the_one_the_server_gates_on(capsys):
@@ -79,6 +95,19 @@ def test_completion_after_an_auto_paired_bracket_keeps_the_file_valid(tmp_path, 
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["valid"] is True
     assert not result["text"].rstrip().endswith(")")
+
+
+def test_a_line_past_the_end_counts_the_lines_an_editor_numbers(tmp_path):
+    source = tmp_path / "sixteen.py"
+    source.write_text("x = 1\n" * 16)
+    assert Location(source, 17, 1).split(source.read_text()) == ("x = 1\n" * 16, "")  # after the last newline
+    with pytest.raises(LocationError, match="has 16 lines; line 18 is out of range"):
+        Location(source, 18, 1).split(source.read_text())
+
+
+def test_one_step_is_said_in_the_singular(capsys):
+    assert main(["complete", f"{SAMPLE}:11:37", "--max-steps", "1"]) == 0
+    assert capsys.readouterr().err.startswith("[1 step, ")
 
 
 def test_a_line_past_the_end_is_a_clear_error(capsys):

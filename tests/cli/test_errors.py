@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,12 @@ def notes(tmp_path) -> Path:
     (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
     (["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json",
                                                               "tokenizer"]),
+    (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+    (["serve", "--tcp", "0", "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json"]),
     (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+    (["serve", "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+    (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+    (["serve", "--max-steps", "0"], ["--max-steps", "'0'"]),
     (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
     (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
     (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
@@ -184,9 +190,10 @@ def test_a_one_line_file_says_line_not_lines(tmp_path):
     assert_answered_before(run_reporting("complete", f"{source}:3:1"), "has 1 line;")
 
 
-def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone():
+@pytest.mark.parametrize("command", [["complete", AT_SAMPLE], ["serve"]], ids=["complete", "serve"])
+def test_a_gpu_torch_does_not_see_is_asked_of_torch_alone(command):
     device = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: none on a CPU-only build
-    done, imported = run_reporting("complete", AT_SAMPLE, "--device", device)
+    done, imported = run_reporting(*command, "--device", device)
     assert_one_line_error(done, device)
     assert imported == {"torch"}  # asked of torch, before transformers loads
 
@@ -199,3 +206,31 @@ def test_fix_without_a_model_never_imports_the_model_stack(tmp_path, flags):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["fixed"] is True
     assert imported == set()
+
+
+def test_version_is_one_line_before_anything_heavy_is_imported():
+    done, imported = run_reporting("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"diffusion-infill {version('diffusion-infill')}\n", "")
+    assert not imported
+
+
+# `import matplotlib` then fails as it does where matplotlib is not installed
+WITHOUT_MATPLOTLIB = "import sys\nsys.modules['matplotlib'] = None\n"
+
+
+def test_bench_out_without_matplotlib_is_one_line_before_the_run():
+    code = WITHOUT_MATPLOTLIB + REPORTING
+    done = subprocess.run([sys.executable, "-c", code, "bench", "--quick", "--out", "unused"], capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout.split() == [], done.stderr  # nothing heavy imported
+    assert_one_line_error(subprocess.CompletedProcess(done.args, 2, "", done.stderr), "matplotlib", "--out")
+
+
+@pytest.mark.parametrize("command", ["serve", "complete", "fix"])
+def test_a_command_imports_neither_the_benchmark_nor_posix_only_modules(command):
+    probe = ("import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+             "except SystemExit:\n    pass\n"
+             "print(sorted(name for name in sys.modules if name.startswith('diffusion_infill.bench') "
+             "or name == 'resource'))")
+    done = subprocess.run([sys.executable, "-c", probe, command, "--help"], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

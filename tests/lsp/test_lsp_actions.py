@@ -196,8 +196,8 @@ async def test_editing_the_document_republishes_its_diagnostics(editor):
 
 
 async def test_fixes_still_work_when_the_model_cannot_be_loaded(tmp_path):
-    client, _ = await start(serve_command(tmp_path / "no-such-model", tmp_path / "t.json"),
-                            action_capabilities(**EAGER))
+    client, _ = await start(serve_command(None, tmp_path / "t.json"), action_capabilities(**EAGER),
+                            {"diffusionInfill": {"model": str(tmp_path / "no-such-model")}})
     try:
         editor = Editor(client)
         text = "[1, 2,"

@@ -58,7 +58,7 @@ async def test_completions_come_from_the_server(openai_server, tmp_path):
 async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"
     options = {"diffusionInfill": {"engine": "openai", "url": url, "model": "served-name"}}
-    client, _ = await start(serve_command("unused", tmp_path / "t.json"), capabilities(["utf-16"]), options)
+    client, _ = await start(serve_command(None, tmp_path / "t.json"), capabilities(["utf-16"]), options)
     try:
         editor = Editor(client)
         uri = editor.open("x = \n")
@@ -108,3 +108,27 @@ def test_settings_choose_the_engine_and_its_server():
     settings, problems = merge(ServerSettings(), {"engine": "vllm", "promptFormat": "infill"})
     assert settings.engine == "local" and len(problems) == 2
     assert settings.model_key() != merge(settings, {"engine": "openai", "url": "http://x/v1"})[0].model_key()
+
+
+@pytest.mark.asyncio
+async def test_the_api_key_goes_only_to_the_url_it_was_configured_for(tmp_path, monkeypatch):
+    """A client that names its own URL gets no key; the command line's URL gets it. Both servers are
+    real listeners on loopback, and each sees the server's probe as it arrives."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-key")  # the server inherits the environment
+    monkeypatch.delenv("DIFFUSION_INFILL_API_KEY", raising=False)
+    monkeypatch.delenv("DIFFUSION_INFILL_API_URL", raising=False)
+    configured, elsewhere = SilentServer(), SilentServer()
+    options = {"diffusionInfill": {"engine": "openai", "url": elsewhere.url, "model": "m"}}
+    client, _ = await start(remote_command(configured.url, "m", tmp_path / "t.json"), capabilities(["utf-16"]),
+                            options)
+    try:
+        probe = await asyncio.to_thread(elsewhere.next_request, float(PATIENT))
+        assert probe.head.startswith(b"POST /v1/") and probe.header("Authorization") is None
+        settings = {"diffusionInfill": {"engine": "openai", "url": configured.url, "model": "m"}}
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=settings))
+        probe = await asyncio.to_thread(configured.next_request, float(PATIENT))
+        assert probe.header("Authorization") == "Bearer sk-the-users-key"
+    finally:
+        await stop(client)
+        configured.close()
+        elsewhere.close()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities, recording_client, send_raw
+from lsp_client import MODEL_PATH, Editor, capabilities, recording_client, send_raw, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -19,7 +20,7 @@ SERVER_NOT_INITIALIZED, INVALID_REQUEST = -32002, -32600
 async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path):
     missing = tmp_path / "no-such-model"
     client = recording_client()
-    await client.start_io(*serve_command(missing, tmp_path / "t.json"))
+    await client.start_io(*serve_command(None, tmp_path / "t.json"))  # the editor's settings name it
     shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
     request = {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0},
                "context": {"triggerKind": 1}}
@@ -27,7 +28,8 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
         with pytest.raises(JsonRpcException) as early:
             await send_raw(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, request, msg_id="before initialize")
         assert early.value.code == SERVER_NOT_INITIALIZED
-        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"])))
+        await client.initialize_session(types.InitializeParams(
+            capabilities=capabilities(["utf-16"]), initialization_options={"diffusionInfill": {"model": str(missing)}}))
         message = await asyncio.wrap_future(shown)
         assert message.type == types.MessageType.Error
         assert str(missing) in message.message and "no such directory" in message.message  # what was tried
@@ -47,6 +49,24 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
         assert await client._server.wait() == 0
     finally:
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_uncalibrated_checkpoint_is_reported(model_dir, tmp_path):
+    """What `train` exports: the weights without the calibration chosen for other weights."""
+    uncalibrated = tmp_path / "model"
+    shutil.copytree(model_dir, uncalibrated, ignore=shutil.ignore_patterns("confidence.json", "sampler.json"))
+    client = recording_client()
+    await client.start_io(*serve_command(uncalibrated, tmp_path / "t.json"))
+    shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
+    try:
+        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
+                                                               initialization_options={"diffusionInfill": MODEL_PATH}))
+        message = await asyncio.wait_for(asyncio.wrap_future(shown), 120)  # a loaded model: seconds
+        assert message.type == types.MessageType.Info
+        assert f"{uncalibrated} is not calibrated" in message.message
+    finally:
+        await stop(client)
 
 
 @pytest.mark.asyncio
@@ -95,7 +115,7 @@ def test_tcp_address_parsing():
 async def test_stdio_is_accepted_as_most_clients_pass_it(tmp_path):
     """VS Code's TransportKind.stdio, among others, appends --stdio to the server's command."""
     client = recording_client()
-    await client.start_io(*serve_command(tmp_path / "no-such-model", tmp_path / "t.json", "--stdio"))
+    await client.start_io(*serve_command(None, tmp_path / "t.json", "--stdio"))
     try:
         result = await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"])))
         assert result.capabilities.inline_completion_provider is not None

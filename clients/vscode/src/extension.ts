@@ -4,58 +4,64 @@
 // for, an info line after it); controls.ts adds the status item, the commands and `enable`.
 import * as vscode from 'vscode';
 import {
-  DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, ServerOptions,
+  DidChangeConfigurationNotification, Executable, LanguageClient, LanguageClientOptions,
 } from 'vscode-languageclient/node';
 import { Controls } from './controls';
 import { Draft, Ghost, ghostFor, label, sameGhost, serverSettings } from './drafts';
 import { infoLine } from './status';
-import { allowedSection, userValue, workspaceDestination } from './trust';
+import {
+  allowedSection, consentQuestion, keyUrl, serverEnvironment, userValue, workspaceDestination,
+} from './trust';
 
 const SECTION = 'diffusionInfill';
 const LANGUAGES = ['python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown'];
-const ALLOWED_URLS = 'diffusionInfill.allowedUrls';  // globalState: the user's answer per URL
+const ALLOWED_URLS = 'diffusionInfill.allowedUrls';  // workspaceState: the user's answer per URL, per workspace
 let client: LanguageClient | undefined;
 
-/** Whether the user lets a workspace send code to `url`: asked once, the answer remembered. */
+/** Whether the user lets this workspace send code (and the API key) to `url`: asked once per workspace. */
 async function mayReceiveCode(context: vscode.ExtensionContext, url: string): Promise<boolean> {
-  const answers = context.globalState.get<Record<string, boolean>>(ALLOWED_URLS, {});
+  const answers = context.workspaceState.get<Record<string, boolean>>(ALLOWED_URLS, {});
   if (url in answers) {
     return answers[url];
   }
   const allow = 'Allow', deny = "Don't Allow";
-  const answer = await vscode.window.showWarningMessage(
-    `This workspace's settings send the code around your cursor to ${url}. Allow it?`,
-    { modal: true, detail: 'diffusion-infill remembers the answer for this URL.' }, allow, deny);
+  const { message, detail } = consentQuestion(url);
+  const answer = await vscode.window.showWarningMessage(message, { modal: true, detail }, allow, deny);
   if (answer === undefined) {
     return false;  // dismissed: no answer to remember, asked again next time
   }
-  await context.globalState.update(ALLOWED_URLS, { ...answers, [url]: answer === allow });
+  await context.workspaceState.update(ALLOWED_URLS, { ...answers, [url]: answer === allow });
   return answer === allow;
 }
 
 /** The settings the server gets: the workspace's engine, url and model only when it is trusted and,
- * when they send code to a URL of their own, the user allowed that URL. */
-async function settingsForServer(context: vscode.ExtensionContext): Promise<Record<string, unknown>> {
+ * when they send code to a URL of their own, the user allowed that URL; and the URL the API key may go to. */
+async function settingsForServer(context: vscode.ExtensionContext,
+): Promise<{ settings: Record<string, unknown>; keyUrl: string | undefined }> {
   const config = vscode.workspace.getConfiguration(SECTION);
   const inspect = (key: string) => config.inspect(key);
   let section = allowedSection(config as unknown as Record<string, unknown>, inspect, vscode.workspace.isTrusted);
   const url = workspaceDestination(section, inspect);
-  if (url !== undefined && !(await mayReceiveCode(context, url))) {
+  const allowed = url !== undefined && (await mayReceiveCode(context, url));
+  if (url !== undefined && !allowed) {
     section = allowedSection(section, inspect, false);
   }
-  return serverSettings(section);
+  return { settings: serverSettings(section), keyUrl: keyUrl(inspect, allowed ? url : undefined) };
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
   // the user's or the machine's command, never a workspace's (package.json: scope machine)
   const [command, ...args] = userValue(config.inspect<string[]>('server.command')) as string[];
-  // stdio without `transport`: the server speaks stdio by default (it accepts `--stdio` too)
-  const serverOptions: ServerOptions = { command, args };
+  let current = await settingsForServer(context);
+  // stdio without `transport`: the server speaks stdio by default (it accepts `--stdio` too). The
+  // server sends the API key only to the URL its environment names (read at start).
+  const environment = () => serverEnvironment(process.env, current.keyUrl);
+  const serverOptions: Executable = { command, args, options: { env: environment() } };
   let controls: Controls | undefined;
   const clientOptions: LanguageClientOptions = {
     documentSelector: LANGUAGES.map((language) => ({ language })),
-    initializationOptions: { [SECTION]: await settingsForServer(context) },
+    initializationOptions: () => ({ [SECTION]: current.settings }),
     middleware: {  // diffusionInfill.enable: a language that is off is not even asked about
       provideInlineCompletionItems: (document, position, inline, token, next) =>
         controls?.suggests(document.languageId) === false ? undefined : next(document, position, inline, token),
@@ -65,8 +71,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // would also send the extension's own keys (server.command, showDrafts, trace), which the server
   // does not know and warns about at every start.
   const pushSettings = async () => {
-    const settings = await settingsForServer(context);
-    await client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } });
+    const previousKeyUrl = current.keyUrl;
+    current = await settingsForServer(context);
+    if (current.keyUrl !== previousKeyUrl) {  // the key goes elsewhere now: a server started with that
+      serverOptions.options = { env: environment() };
+      await client?.restart();
+      return;
+    }
+    await client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: current.settings } });
   };
   client = new LanguageClient('diffusionInfill', 'diffusion-infill', serverOptions, clientOptions);
   controls = new Controls(client);

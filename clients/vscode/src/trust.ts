@@ -50,3 +50,30 @@ export function workspaceDestination(section: Record<string, unknown>, inspect: 
   const url = destination(section);
   return url !== undefined && url !== destination(allowedSection(section, inspect, false)) ? url : undefined;
 }
+
+/** Where the server finds the URL the API key may go to, when its command line names none. */
+export const API_URL_VARIABLE = 'DIFFUSION_INFILL_API_URL';
+
+/**
+ * The URL the server may send the API key to: the workspace's once the user allowed it (the
+ * question said the key goes too), else the user's own `url`; undefined: none (the key stays home).
+ */
+export function keyUrl(inspect: Inspect, allowedWorkspaceUrl: string | undefined): string | undefined {
+  const own = userValue(inspect('url'));
+  return allowedWorkspaceUrl ?? (typeof own === 'string' && own !== '' ? own : undefined);
+}
+
+/** The server's environment: `base` with the key's URL, so that the server sends the key there and nowhere else. */
+export function serverEnvironment(base: Record<string, string | undefined>,
+  url: string | undefined): Record<string, string | undefined> {
+  return url === undefined ? { ...base } : { ...base, [API_URL_VARIABLE]: url };
+}
+
+/** The question asked before a workspace's settings send code to `url`; the answer is kept for this workspace. */
+export function consentQuestion(url: string): { message: string; detail: string } {
+  return {
+    message: `This workspace's settings send the code around your cursor to ${url}, with your API key `
+      + '(DIFFUSION_INFILL_API_KEY or OPENAI_API_KEY, when the server has one). Allow it?',
+    detail: 'diffusion-infill remembers the answer for this URL in this workspace only.',
+  };
+}

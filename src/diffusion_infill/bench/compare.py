@@ -24,7 +24,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -120,6 +119,8 @@ def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Con
 
 def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case], threads: int, seed: int) -> dict:
     """One configuration on all cases; meant to run in a fresh process."""
+    import resource  # POSIX only: imported by the run, not by the command line that names its options
+
     import torch
 
     torch.set_num_threads(threads)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffusion_infill.cli.inputs import CliError, plural
+from diffusion_infill.cli import remote
+from diffusion_infill.cli.inputs import CliError, plural, probability, read_text
+from diffusion_infill.cli.models import (
+    add_engine_options,
+    add_model_options,
+    check_device,
+    check_model,
+    load_model,
+    start_torch,
+)
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 
@@ -36,9 +46,10 @@ class Location:
 
     def split(self, text: str) -> tuple[str, str]:
         """(prefix, suffix) of `text` at this location."""
-        lines = text.split("\n")
+        lines = text.split("\n")  # the cursor may also sit on the empty line after a final newline
         if not 1 <= self.line <= len(lines):
-            raise LocationError(f"{self.path} has {plural(len(lines), 'line')}; line {self.line} is out of range")
+            counted = len(text.splitlines())  # what an editor numbers: a final newline ends a line, starts none
+            raise LocationError(f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range")
         if not 1 <= self.column <= len(lines[self.line - 1]) + 1:
             characters = plural(len(lines[self.line - 1]), "character")
             raise LocationError(f"line {self.line} of {self.path} has {characters}; "
@@ -47,9 +58,11 @@ class Location:
         return text[:offset], text[offset:]
 
 
-def run(engine, location: Location, text: str, as_json: bool, min_confidence: float = 0.0) -> int:
+def run(engine, location: Location, text: str, as_json: bool, min_confidence: float | None = None) -> int:
     """Completes `text` (the file's) at `location`; prints the drafts live on a terminal, and nothing
-    when the completion's confidence is under `min_confidence` (as the server gates it)."""
+    when the completion's confidence is under `min_confidence` (as the server gates it). `shown`
+    says whether the server would show it while typing: its gate at `min_confidence`, else at the
+    threshold calibrated with the checkpoint, as the server's default settings do."""
     # imports torch: only once the input is checked
     from diffusion_infill.engine.completion.confidence import clears_gate
 
@@ -77,8 +90,9 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
     valid = closure.check(prefix, final.text, suffix, language).valid
-    shown = clears_gate(final.confidence, min_confidence)
-    shown_text = final.text if shown else ""
+    printed = clears_gate(final.confidence, min_confidence or 0.0)
+    shown_text = final.text if printed else ""
+    threshold = gate_threshold(engine, min_confidence)
 
     if as_json:
         result = {
@@ -89,18 +103,28 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
                            "total": round(total_ms, 2)},
             "valid": valid,
             "confidence": None if final.confidence is None else round(final.confidence, 4),
-            "shown": shown,
+            "shown": clears_gate(final.confidence, threshold),
+            "threshold": threshold,
             "source": final.source,  # engine.drafts.SOURCES: the model's run, or a copied line it judged
         }
         print(json.dumps(result))
         return 0
     if live:
         print(f"{RESTORE_AND_CLEAR}{shown_text}")
-    elif shown:
+    elif printed:
         print(shown_text)
-    print(f"[{final.step} steps, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
-          f"{_confidence_note(final.confidence, shown, min_confidence)}]", file=sys.stderr)
+    print(f"[{plural(final.step, 'step')}, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
+          f"{_confidence_note(final.confidence, printed, min_confidence or 0.0)}]", file=sys.stderr)
     return 0
+
+
+def gate_threshold(engine, min_confidence: float | None) -> float:
+    """The confidence an editor's completion needs while typing: `min_confidence` when given, else the
+    threshold calibrated with the checkpoint, else 0 (the server's minConfidence null)."""
+    if min_confidence is not None:
+        return min_confidence
+    calibration = getattr(engine, "calibration", None)
+    return calibration.threshold if calibration is not None else 0.0
 
 
 def _confidence_note(confidence: float | None, shown: bool, min_confidence: float) -> str:
@@ -109,3 +133,33 @@ def _confidence_note(confidence: float | None, shown: bool, min_confidence: floa
         return "confidence unknown"  # a checkpoint without confidence.json, or a remote engine
     note = f"confidence {confidence:.2f}"
     return note if shown else f"{note}, under --min-confidence {min_confidence:g}: not printed"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.add_argument("--min-confidence", type=probability, metavar="P",
+                        help="print nothing when the completion's estimated chance of being accepted is under P "
+                        "(the server's minConfidence; default: always print, and --json's `shown` is judged "
+                        "at the threshold calibrated with the checkpoint, as the server's default)")
+    add_engine_options(parser)
+    add_model_options(parser)
+    remote.add_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Checks the location, the model and the device, then loads the model and completes."""
+    location = Location.parse(args.location)
+    text = read_text(location.path)
+    location.split(text)  # the position is checked before the model loads
+    server = remote.remote_settings(args)
+    check_model(args)
+    check_device(args)
+    start_torch(args)
+    from diffusion_infill.engine.factory import create_engine
+    from diffusion_infill.engine.settings import EngineSettings
+
+    settings = EngineSettings(mode=args.mode).with_overrides(
+        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
+    engine = remote.connect(server, settings, args.seed) if server else create_engine(load_model(args), settings)
+    return run(engine, location, text, args.json, args.min_confidence)

@@ -8,13 +8,16 @@ is not UTF-8 is an input error (one line, exit 2); one with nothing to fix is a 
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from diffusion_infill.cli.inputs import CliError, plural
+from diffusion_infill.cli import remote
+from diffusion_infill.cli.inputs import CliError, plural, read_text
+from diffusion_infill.cli.models import add_model_options, check_device, check_model, load_model, start_torch
 from diffusion_infill.engine.closure import language_for_path
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
 
@@ -48,7 +51,7 @@ class Selection:
 def _offset(text: str, line: int, column: int) -> int:
     lines = text.split("\n")
     if not 1 <= line <= len(lines):
-        raise RangeError(f"line {line} is out of range: the file has {plural(len(lines), 'line')}")
+        raise RangeError(f"line {line} is out of range: the file has {plural(len(text.splitlines()), 'line')}")
     if not 1 <= column <= len(lines[line - 1]) + 1:
         characters = plural(len(lines[line - 1]), "character")
         raise RangeError(f"column {column} is out of range: line {line} has {characters}")
@@ -96,3 +99,57 @@ def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as
             verdict = "nothing to fix" if result.already_valid else "not fixed"
             print(f"diffusion-infill: {verdict}: {reason}", file=sys.stderr)
     return 0 if result.fixed or result.already_valid else 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", type=Path, help="the file (JSON, JSONC or Markdown; others with --kind)")
+    parser.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
+                        "exclusive)")
+    parser.add_argument("--kind", choices=("auto", "json", "jsonc", "markdown", "regenerate"), default="auto",
+                        help="what to do (default: by the text and the file's extension)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.add_argument("--write", action="store_true", help="write the fixed text back to the file")
+    parser.add_argument("--no-model", action="store_true", help="deterministic repairs only, the default (kept for "
+                        "scripts that pass it)")
+    add_model_options(parser, optional=True)
+    remote.add_options(parser)
+
+
+def loads_model(args: argparse.Namespace, kind: str) -> bool:
+    """Whether `fix` uses a model: asked for with --model (or --engine openai), or needed by --kind
+    regenerate. Without one the deterministic repairs answer alone: measured, the embedded model's
+    candidates changed almost no answer and cost seconds of loading (docs/fixes.md)."""
+    wanted = args.model is not None or args.engine == "openai" or kind == "regenerate"
+    if wanted and args.no_model:
+        raise CliError("--no-model and " + ("--kind regenerate" if kind == "regenerate" and args.model is None
+                                           else "--model") + " ask for opposite things: pass one of them")
+    return wanted
+
+
+def main(args: argparse.Namespace) -> int:
+    """Checks the file, the range and the model, then fixes."""
+    text = read_text(args.path, exact=True)
+    selection = Selection.parse(args.range, text)
+    kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
+    ranged = args.range is not None
+    if not loads_model(args, kind):  # the deterministic repairs: no torch, no model stack
+        why = "--no-model was given" if args.no_model else "no --model was given"
+        return run(Fixer(None, why), args.path, text, selection, kind, args.json, args.write, ranged=ranged)
+    args.model = args.model or None  # `--model` alone: the embedded model
+    server = remote.remote_settings(args)
+    check_model(args)
+    check_device(args)
+    start_torch(args)
+    if server is not None:
+        from diffusion_infill.engine.remote.client import RemoteRepairer
+        from diffusion_infill.engine.settings import EngineSettings
+
+        return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
+                   selection, kind, args.json, args.write, ranged=ranged)
+    from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
+
+    loaded = load_model(args)
+    canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
+    repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
+    return run(Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"), args.path, text, selection,
+               kind, args.json, args.write, ranged=ranged)

@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from diffusion_infill.cli.inputs import CliError, positive_float
-from diffusion_infill.engine.remote.settings import FORMATS, RemoteSettings
+from diffusion_infill.engine.remote.settings import API_URL_VARIABLE, FORMATS, RemoteSettings, api_key
 
 if TYPE_CHECKING:
     from diffusion_infill.engine.remote.client import RemoteEngine
@@ -25,7 +25,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("local", "openai"), default="local",
                         help="local: the checkpoint in this process (default); openai: --model served by the "
                         "OpenAI-compatible server at --url (vLLM, transformers serve); API key from "
-                        "$DIFFUSION_INFILL_API_KEY or $OPENAI_API_KEY")
+                        "$DIFFUSION_INFILL_API_KEY or $OPENAI_API_KEY, sent only to --url (serve: else to "
+                        f"${API_URL_VARIABLE})")
     parser.add_argument("--url", metavar="URL", help="with --engine openai: the server's base URL, e.g. http://gpu-box:8000/v1")
     parser.add_argument("--prompt-format", choices=FORMATS, default=DEFAULTS.prompt_format,
                         help="with --engine openai: how to ask (default: auto, probed once at start)")
@@ -48,7 +49,7 @@ def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
         for name in ("httpx", "httpx2"):
             logging.getLogger(name).setLevel(logging.WARNING)
     return RemoteSettings(args.url, args.model, args.prompt_format, timeout=args.timeout,
-                          invoked_timeout=args.invoked_timeout)
+                          invoked_timeout=args.invoked_timeout, api_key=api_key())  # the command line's URL
 
 
 def connect(remote: RemoteSettings, settings: EngineSettings, seed: int) -> RemoteEngine:

@@ -26,6 +26,7 @@ from pygls.lsp.server import LanguageServer
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.client import RemoteError
+from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.lsp import actions, diagnostics
 from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
 from diffusion_infill.lsp.framing import Frames
@@ -50,6 +51,7 @@ class ServeOptions:
     settings: ServerSettings  # from the command line; initializationOptions and workspace settings override
     telemetry: Path | None  # acceptance counts file; None: in memory only
     trust_remote_code: bool = False  # command line only: a workspace setting must not enable running code
+    credentials: Credentials = Credentials(None)  # the API key and the URL it may go to (command line, environment)
 
 
 class InfillServer(LanguageServer):
@@ -60,6 +62,7 @@ class InfillServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.base = options.settings  # command line, then initializationOptions: what workspace settings override
         self.settings = options.settings
+        self.credentials = options.credentials
         self.documents = Documents()
         self.worker = EngineWorker(options.trust_remote_code)
         self.runs = Runs(self.worker, self.publish_draft)
@@ -119,8 +122,10 @@ class InfillServer(LanguageServer):
         self.fixes.clear()
         self.unreachable = False
         if remote is not None:
+            remote = self.credentials.attach(remote)
             # a setting may have chosen where code goes: whoever reads the log can see where
-            log.warning("engine openai: the text around the cursor is sent to %s", remote.url or "(no url)")
+            log.warning("engine openai: the text around the cursor is sent to %s (%s the API key)",
+                        remote.url or "(no url)", "with" if remote.api_key else "without")
             self.loading = self.worker.connect(remote, settings.engine_settings())
         else:
             self.loading = self.worker.load(settings.model, settings.device, settings.dtype,
@@ -261,6 +266,9 @@ async def report_loading(ls: InfillServer) -> None:
     elif ls.loading is loading:
         log.info("model ready: %s", outcome.source)
         ls.publish_status(READY, f"from {outcome.source}")
+        if ls.settings.remote_settings() is None and ls.worker.calibration is None:
+            ls.tell(types.MessageType.Info, f"{outcome.source} is not calibrated (no confidence.json): every "
+                    "completion is shown while typing; `python -m diffusion_infill.bench.calibrate --write` fits one")
 
 
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -20,11 +20,10 @@ from diffusion_infill.engine.remote.client import (
     RemoteEngine,
     RemoteError,
     RemoteRepairer,
-    api_key,
     before_head,
     clamped_canvas,
 )
-from diffusion_infill.engine.remote.settings import RemoteSettings
+from diffusion_infill.engine.remote.settings import Credentials, RemoteSettings, api_key
 from diffusion_infill.engine.repair.fixes import Fixer, Surroundings
 from diffusion_infill.engine.repair.spans import Span
 from diffusion_infill.engine.settings import EngineSettings
@@ -164,6 +163,24 @@ def test_the_api_key_comes_from_the_environment(monkeypatch):
     assert api_key() == "from-openai"
     monkeypatch.setenv("DIFFUSION_INFILL_API_KEY", "ours")
     assert api_key() == "ours"
+
+
+def to(credentials: Credentials, url: str) -> str | None:
+    """The key a request to `url` carries."""
+    return credentials.attach(RemoteSettings(url, "m")).api_key
+
+
+def test_the_api_key_goes_only_to_the_url_it_was_configured_for(monkeypatch):
+    monkeypatch.setenv("DIFFUSION_INFILL_API_KEY", "secret")
+    monkeypatch.setenv("DIFFUSION_INFILL_API_URL", "http://from-the-environment/v1")
+    command_line = Credentials.from_environment("http://gpu-box:8000/v1")
+    assert to(command_line, "http://gpu-box:8000/v1/") == "secret"
+    assert to(command_line, "http://elsewhere:8000/v1") is None
+    assert to(command_line, "http://from-the-environment/v1") is None  # the command line's URL wins
+    assert to(Credentials.from_environment(None), "http://from-the-environment/v1") == "secret"
+    monkeypatch.delenv("DIFFUSION_INFILL_API_URL")
+    assert to(Credentials.from_environment(None), "http://gpu-box:8000/v1") is None  # configured for no URL
+    assert "secret" not in repr(command_line) + repr(command_line.attach(RemoteSettings("http://gpu-box:8000/v1", "m")))
 
 
 def test_the_clamped_canvas_is_the_gap_then_the_pinned_suffix_head():

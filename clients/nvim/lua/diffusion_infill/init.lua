@@ -2,6 +2,24 @@
 --- filetypes and shows its inline completions as ghost text while they converge.
 ---
 ---   require('diffusion_infill').setup()  -- or setup({ cmd = ..., settings = { mode = 'single-line' } })
+
+-- Older Neovims lack the LSP and autocommand API used below: instead of tracebacks at setup (and a
+-- "Press ENTER" prompt), every use of the plugin says once, in one line, what to run instead.
+if vim.fn.has('nvim-0.10') == 0 then
+  local v = vim.version()
+  -- one screen line: a longer message would bring the "Press ENTER" prompt
+  local message = string.format('diffusion-infill needs Neovim 0.10+ (this is %d.%d.%d); .venv/bin/nvim is 0.12',
+    v.major, v.minor, v.patch)
+  local told = false
+  local function tell()
+    if not told then
+      told = true
+      vim.api.nvim_echo({ { message, 'WarningMsg' } }, true, {})
+    end
+  end
+  return setmetatable({}, { __index = function() return tell end })
+end
+
 local config = require('diffusion_infill.config')
 local ghost = require('diffusion_infill.ghost')
 

@@ -1,7 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { serverSettings } from '../drafts';
-import { Inspected, MACHINE_ONLY, RESTRICTED, allowedSection, userValue, workspaceDestination } from '../trust';
+import {
+  API_URL_VARIABLE, Inspected, MACHINE_ONLY, RESTRICTED, allowedSection, consentQuestion, keyUrl, serverEnvironment,
+  userValue, workspaceDestination,
+} from '../trust';
 
 const DEFAULTS: Record<string, unknown> = { engine: 'local', url: null, model: null };
 
@@ -52,4 +55,20 @@ test('package.json declares what the extension applies: scopes and restricted se
     assert.ok(['machine', 'machine-overridable'].includes(properties[`diffusionInfill.${key}`].scope), key);
     assert.ok(untrusted.restrictedConfigurations.includes(`diffusionInfill.${key}`), key);
   }
+});
+
+test('the API key goes to the URL of the user\'s settings, or to a workspace\'s URL the user allowed', () => {
+  const user = configuration({ url: 'http://mine:8000/v1' }, REMOTE);
+  assert.equal(keyUrl(user.inspect, undefined), 'http://mine:8000/v1');  // not the workspace's, though trusted
+  assert.equal(keyUrl(user.inspect, REMOTE.url), REMOTE.url);  // asked, and allowed
+  const workspaceOnly = configuration({}, REMOTE);
+  assert.equal(keyUrl(workspaceOnly.inspect, undefined), undefined);  // the key goes nowhere
+  assert.deepEqual(serverEnvironment({ PATH: '/bin' }, REMOTE.url), { PATH: '/bin', [API_URL_VARIABLE]: REMOTE.url });
+  assert.deepEqual(serverEnvironment({ PATH: '/bin' }, undefined), { PATH: '/bin' });
+});
+
+test('the question says the API key is sent, and that the answer is kept for this workspace', () => {
+  const { message, detail } = consentQuestion(REMOTE.url);
+  assert.match(message, /http:\/\/127\.0\.0\.1:9\/v1, with your API key/);
+  assert.match(detail, /this URL in this workspace only/);
 });

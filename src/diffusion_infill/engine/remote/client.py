@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import queue
 import random
 import threading
@@ -42,7 +41,6 @@ from diffusion_infill.engine.tokens import never_written_texts
 
 log = logging.getLogger(__name__)
 
-API_KEY_VARIABLES = ("DIFFUSION_INFILL_API_KEY", "OPENAI_API_KEY")  # the first one set is sent
 _POLL_S = 0.02  # how often the waiting thread looks at its cancel flag
 FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.completion.instruct.answer_text)
 
@@ -55,10 +53,10 @@ class RemoteTimeout(RemoteError):
     """No complete answer within the timeout."""
 
 
-def api_key() -> str:
-    """The key from the environment, never from settings a workspace can set; vLLM started without
-    --api-key ignores whatever is sent."""
-    return next((os.environ[name] for name in API_KEY_VARIABLES if os.environ.get(name)), "none")
+async def _without_authorization(request) -> None:
+    """The OpenAI client always sends a bearer token (from OPENAI_API_KEY when given none): without
+    a key for this server, nothing is sent."""
+    request.headers.pop("Authorization", None)
 
 
 def _server_root(url: str) -> str:
@@ -149,8 +147,10 @@ class RemoteEngine:
             log.info("%s at %s: using the %s prompt format, as configured", remote.model, remote.url, self.format)
         self._rng = random.Random(seed)
         self._loop = _Loop()
-        self._client = openai.AsyncOpenAI(base_url=remote.url, api_key=api_key(), max_retries=0,
-                                          timeout=remote.invoked_timeout)
+        anonymous = None if remote.api_key else openai.DefaultAsyncHttpxClient(
+            event_hooks={"request": [_without_authorization]})
+        self._client = openai.AsyncOpenAI(base_url=remote.url, api_key=remote.api_key or "none", max_retries=0,
+                                          timeout=remote.invoked_timeout, http_client=anonymous)
 
     def close(self) -> None:
         self._loop.close(self._client)

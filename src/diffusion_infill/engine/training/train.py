@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from transformers import AutoModelForCausalLM, DiffusionGemmaForBlockDiffusion, 
 
 from diffusion_infill.engine.baseline.autoregressive import FIM_TOKENS, AutoregressiveEngine, FimIds, FimModel, FimSpec
 from diffusion_infill.engine.completion.canvas import CanvasSpec
-from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
+from diffusion_infill.engine.completion.confidence import CALIBRATION_FILE
+from diffusion_infill.engine.completion.denoise_settings import TUNING_FILE, DenoiseSettings
 from diffusion_infill.engine.completion.infill import InfillEngine, InfillRequest
 from diffusion_infill.engine.loading import EMBEDDED_MODEL, LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
@@ -32,6 +34,7 @@ from diffusion_infill.engine.training.probes import held_out_line_cases
 from diffusion_infill.engine.training.tokenizer import train_tokenizer
 
 log = logging.getLogger("diffusion_infill.train")
+CALIBRATION_FILES = (CALIBRATION_FILE, TUNING_FILE)  # fitted to one set of weights: an export drops them
 
 
 @dataclass(frozen=True)
@@ -227,8 +230,8 @@ class Trainer:
     def _probe_engine(self):
         return InfillEngine(self._loaded(), EngineSettings(mode="single-line", denoise=DenoiseSettings()))
 
-    def _save_spec(self) -> None:
-        self._loaded().spec.save(self.export_dir)
+    def _save_spec(self, directory: Path) -> None:
+        self._loaded().spec.save(directory)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -287,14 +290,25 @@ class Trainer:
         return {"step": self.step, "exact": exact, "cases": results}
 
     def export(self) -> None:
+        """Weights, tokenizer, config, canvas spec and recipe, written together: all are staged
+        first, then moved in. The calibration and sampler tuning beside older weights were chosen
+        for them, so they are removed first: the export is uncalibrated until calibrated again."""
         self.export_dir.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(self.export_dir)
-        self.tokenizer.save_pretrained(self.export_dir)
-        self._save_spec()
+        with tempfile.TemporaryDirectory(dir=self.export_dir, prefix=".export-") as staging:
+            self._write_export(Path(staging))
+            for name in CALIBRATION_FILES:
+                (self.export_dir / name).unlink(missing_ok=True)
+            for written in Path(staging).iterdir():
+                written.replace(self.export_dir / written.name)
+
+    def _write_export(self, directory: Path) -> None:
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        self._save_spec(directory)
         facts = {"torch_threads": torch.get_num_threads(), "device": self.runtime.name,
                  "wall_hours": round(self.wall_seconds / 3600, 4), "config": asdict(self.config),
                  "corpus": self.manifest, "parameters": sum(p.numel() for p in self.model.parameters())}
-        save_recipe(self.export_dir, self.step, self.cpu_seconds, facts, self.continued_from)
+        save_recipe(directory, self.step, self.cpu_seconds, facts, self.continued_from)
 
     def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None,
               cooldown_hours: float | None = None, cooldown_minutes: float | None = None) -> None:
@@ -385,5 +399,5 @@ class FimTrainer(Trainer):
     def _probe_engine(self):
         return AutoregressiveEngine(self._fim_model(), EngineSettings(mode="single-line"))
 
-    def _save_spec(self) -> None:
-        self._fim_model().spec.save(self.export_dir)
+    def _save_spec(self, directory: Path) -> None:
+        self._fim_model().spec.save(directory)
