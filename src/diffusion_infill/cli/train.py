@@ -16,6 +16,7 @@ from diffusion_infill.cli.inputs import (
     non_negative_int,
     positive_float,
     positive_int,
+    probability,
     shape,
 )
 from diffusion_infill.engine.checkpoint import ModelLoadError
@@ -81,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the PyPI token stream lies (default runs/pypi-corpus)")
     parser.add_argument("--weighting", choices=("inverse_t", "plain"), default="inverse_t",
                         help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy")
+    parser.add_argument("--draft-fraction", type=probability, default=0.0, metavar="P",
+                        help="diffusion: single-gap canvases that hold a draft to judge instead of noise, the loss "
+                        "on every gap slot (revision canvases; default 0: none)")
 
 
 def holds_checkpoint(directory: Path) -> bool:
@@ -122,6 +126,7 @@ def main(args: argparse.Namespace) -> int:
     p = args.max_prefix
     objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
                                 weighting=args.weighting, context_tokens=args.context_tokens,
+                                draft_fraction=args.draft_fraction,
                                 prefixes=args.prefixes or (192 if on_gpu else 12))
     recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
                   learning_rate=args.learning_rate, warmup_steps=args.warmup_steps,
