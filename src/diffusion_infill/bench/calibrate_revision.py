@@ -11,6 +11,9 @@ the checkpoint. The same is then measured on the reported excerpts, which the fi
 
     python -m diffusion_infill.bench.calibrate_revision --model DIR --write
 
+With `--rules` it counts instead, per candidate rule, what the rules offer on the tuning excerpts
+(no model).
+
 Prints one JSON object on the last line of stdout.
 """
 
@@ -57,6 +60,29 @@ def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
     return found
 
 
+def rule_counts(pieces: list[Excerpt]) -> dict:
+    """Per candidate rule, at the places the replay asks and the line goes on (no model): how often its
+    candidate ranks first and is right there, and how often the rule offers one and some of them is right."""
+    counts: dict = {"places": 0}
+    for piece in pieces:
+        full = piece.context + piece.text
+        for where in range(len(piece.context), len(full)):
+            if not pauses(full, where) or not full[where:].split("\n", 1)[0].strip():
+                continue
+            counts["places"] += 1
+            found = line_drafts.candidates(InfillRequest(*bounded(full[:where], ""), "python"))
+            right = [full[where:].startswith(c.text) for c in found]
+            for rule in {c.rule for c in found} | {"all"}:
+                row = counts.setdefault(rule, dict.fromkeys(("first", "first_right", "offered", "some_right"), 0))
+                mine = [ok for c, ok in zip(found, right, strict=True) if rule in ("all", c.rule)]
+                if found and rule in ("all", found[0].rule):
+                    row["first"] += 1
+                    row["first_right"] += right[0]
+                row["offered"] += bool(mine)
+                row["some_right"] += any(mine)
+    return counts
+
+
 def shown_at(calibration: Calibration, found: list[list[dict]], threshold: float) -> dict:
     """What the gate shows at `threshold`: the best-estimated text per place, if it clears it."""
     shown = accepted = chars = 0
@@ -88,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chars", type=int, default=FULL_CHARS)
     parser.add_argument("--precision", type=float, default=PRECISION)
     parser.add_argument("--write", action="store_true", help="save revision.json beside the checkpoint")
+    parser.add_argument("--rules", action="store_true", help="count what each candidate rule offers (no model)")
     args = parser.parse_args(argv)
+    if args.rules:
+        print(json.dumps(rule_counts(excerpts(args.tuning_files, args.tuning_chars, tuning=True))))
+        return
     torch.set_num_threads(1)
     engine = InfillEngine(load(str(args.model)), EngineSettings(mode="single-line"))
     tuning = places(engine, excerpts(args.tuning_files, args.tuning_chars, tuning=True))
