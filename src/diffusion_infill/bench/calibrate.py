@@ -99,7 +99,8 @@ def best_threshold(points: list[dict]) -> float:
 
 def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: bool, rows: Path | None) -> dict:
     loaded = load_any(str(path))
-    engine = create_engine(loaded, EngineSettings())
+    # the model's own completions: judged copied lines have their own gate (bench.calibrate_revision)
+    engine = create_engine(loaded, EngineSettings(line_drafts=False))
     tuning_rows = observations(engine, tuning)
     calibration = fit([(row["evidence"], row["accepted"]) for row in tuning_rows],
                       fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)")
