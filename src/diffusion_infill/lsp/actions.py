@@ -18,6 +18,7 @@ returned for another version than the one it was computed on: resolve fails inst
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -272,7 +273,7 @@ def _snapshot(ls, uri: str) -> Document:
         document = ls.documents.get(uri)
     except UnknownDocument as error:
         raise JsonRpcInvalidParams(str(error)) from None
-    return Document(document.uri, document.language_id, document.version, document.text)
+    return dataclasses.replace(document)
 
 
 async def _fix(ls, document: Document, target: Target) -> FixResult:
@@ -289,6 +290,8 @@ async def _fix(ls, document: Document, target: Target) -> FixResult:
 async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
     """textDocument/codeAction: the fixes and the rewrite the selection and diagnostics call for."""
     snapshot = _snapshot(ls, params.text_document.uri)
+    if not snapshot.in_sync:  # the user was told when it was lost track of
+        return []
     encoding, support = ls.encoding, Support.of(ls.client_capabilities)
     actions, withheld = [], []
     for target in targets(snapshot, params, encoding):
@@ -323,6 +326,8 @@ def _unchanged(ls, pending: Pending) -> Document:
         raise RequestFailed("the document was closed since this action was offered") from None
     if document.version != pending.version:
         raise RequestFailed("the document changed since this action was offered: ask for code actions again")
+    if not document.in_sync:
+        raise RequestFailed("the server lost track of the document's text: reopen it")
     return document
 
 

@@ -120,11 +120,11 @@ class Publisher:
     async def _publish_later(self, uri: str) -> None:
         await asyncio.sleep(DEBOUNCE_S)
         snapshot = dataclasses.replace(self._ls.documents.get(uri))  # edits on the loop leave the copy alone
-        if self._within_limit(snapshot):
+        if snapshot.in_sync and self._within_limit(snapshot):
             loop = asyncio.get_running_loop()
             diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding)
         else:
-            diagnostics = []  # also clears what was shown before the document grew
+            diagnostics = []  # also clears what was shown before the document grew or was lost track of
         if self._version(uri) == snapshot.version:
             self._send(uri, diagnostics, snapshot.version)
 

@@ -27,7 +27,7 @@ from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.client import RemoteError
 from diffusion_infill.lsp import actions, diagnostics
-from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
+from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.framing import Frames
 from diffusion_infill.lsp.items import items, placement
 from diffusion_infill.lsp.positions import UTF16, PositionError
@@ -147,6 +147,14 @@ def _closure_language(document: Document) -> str | None:
     return closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
 
 
+def _tracked(ls: InfillServer, uri: str) -> bool:
+    """Whether the server's copy of an open document is the editor's text (lsp.documents.OutOfSync)."""
+    try:
+        return ls.documents.get(uri).in_sync
+    except UnknownDocument as error:
+        raise _invalid(error) from None
+
+
 Selected = tuple[int, int, str]  # the completion menu's selected entry: start offset, end offset, text
 
 
@@ -173,6 +181,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     # with -v, a user can tell whether the editor asks at all (issue 23: one editor never did)
     log.debug("inlineCompletion %s %d:%d %s", params.text_document.uri, params.position.line,
               params.position.character, trigger)
+    if not _tracked(ls, params.text_document.uri):
+        return []
     document, cursor, selected = _locate(ls, params)
     settings = ls.settings
     if ls.worker.state is State.FAILED or not settings.enabled_for(document.language_id):
@@ -253,10 +263,13 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
     ls.runs.invalidate(uri)  # first: whatever happens next, the old run is stale
     try:
         document = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
-    except (UnknownDocument, PositionError) as error:
+    except UnknownDocument as error:
         log.warning("ignoring didChange: %s", error)
         return
-    ls.diagnostics.schedule(document)
+    except OutOfSync as error:  # raised once per loss: the user is told once, not at every keystroke
+        ls.tell(types.MessageType.Warning, str(error))
+        document = ls.documents.get(uri)
+    ls.diagnostics.schedule(document)  # out of sync: clears what was shown, which may point anywhere now
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
