@@ -187,7 +187,7 @@ def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic])
     lines, targets = document.lines, []
     for diagnostic in ours:
         first, last = diagnostic.range.start.line, diagnostic.range.end.line
-        start, end = lines.starts[first], lines.ends[min(last, len(lines) - 1)]
+        start, end = lines.start(first), lines.end(min(last, len(lines) - 1))
         targets.append(Target(MARKDOWN, start, end, (diagnostic,)))
     return targets
 

@@ -68,10 +68,11 @@ class Document:
     def apply(self, change: TextDocumentContentChangeEvent, encoding: str) -> None:
         """Applies one content change: a range replacement, or the whole text."""
         if isinstance(change, TextDocumentContentChangePartial):
-            lines = self.lines
+            lines, inserted = self.lines, well_formed(change.text)
             start = lines.offset(change.range.start, encoding, clamp_line=True)
-            end = lines.offset(change.range.end, encoding, clamp_line=True)
-            self.text = self.text[:start] + well_formed(change.text) + self.text[max(start, end) :]
+            end = max(start, lines.offset(change.range.end, encoding, clamp_line=True))
+            self.text = self.text[:start] + inserted + self.text[end:]
+            self._lines = lines.edited(start, end, inserted, self.text)
         else:
             self.text = well_formed(change.text)
 
