@@ -36,6 +36,7 @@ from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings,
 from diffusion_infill.lsp.documents import Document, UnknownDocument
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from diffusion_infill.lsp.positions import PositionError
+from diffusion_infill.lsp.window import bounded
 
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
 KINDS = [QUICKFIX, REWRITE]
@@ -187,8 +188,9 @@ def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic])
     lines, targets = document.lines, []
     for diagnostic in ours:
         first, last = diagnostic.range.start.line, diagnostic.range.end.line
-        start, end = lines.start(first), lines.end(min(last, len(lines) - 1))
-        targets.append(Target(MARKDOWN, start, end, (diagnostic,)))
+        if not first < len(lines) or last < first:  # from an older version (the document shrank since)
+            continue
+        targets.append(Target(MARKDOWN, lines.start(first), lines.end(min(last, len(lines) - 1)), (diagnostic,)))
     return targets
 
 
@@ -237,8 +239,10 @@ def targets(document: Document, params: types.CodeActionParams, encoding: str) -
 
 
 def surroundings(document: Document, target: Target) -> Surroundings:
+    """The text around the target that the repair and the closure check see: bounded as a completion's
+    (lsp.window), so a fix in a 10 MB file parses and keeps what one in a small file does."""
     language = closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
-    return Surroundings(document.text[: target.start], document.text[target.end :], language)
+    return Surroundings(*bounded(document.text[: target.start], document.text[target.end :]), language)
 
 
 def _range(document: Document, target: Target, encoding: str) -> types.Range:
