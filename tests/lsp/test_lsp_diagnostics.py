@@ -6,6 +6,7 @@ from unittest import mock
 
 from lsprotocol import types
 
+from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.lsp import diagnostics
 from diffusion_infill.lsp.documents import Documents
 
@@ -52,3 +53,13 @@ async def test_a_result_for_a_version_the_document_no_longer_has_is_dropped():
         await publisher._pending[document.uri]
     assert server.sent == []
     publisher.shutdown()
+
+
+def test_thousands_of_problems_are_capped_with_one_that_counts_the_rest():
+    text = "[" + ",".join(['{"a": [1, 2 3]}'] * 1_000) + "]"
+    document = Documents().open("file:///many.json", "json", 1, text)
+    published = diagnostics.diagnose(document, "utf-16")
+    assert len(published) == diagnostics.MAX_ITEMS + 1
+    rest = len(jsonfix.damage(text)) - diagnostics.MAX_ITEMS
+    assert rest > 600 and published[-1].message.startswith(f"{rest:,} more problems from here on are not listed")
+    assert [d.range.start.character for d in published] == sorted(d.range.start.character for d in published)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
 
 import tree_sitter_json
 from tree_sitter import Language, Parser
@@ -620,13 +620,24 @@ class Damage:
     message: str
 
 
-@cache
+_parsers = threading.local()  # a Parser keeps per-parse state in C: one per thread (diagnostics, engine, loop)
+
+
 def _json_parser() -> Parser:
-    return Parser(Language(tree_sitter_json.language()))
+    if not hasattr(_parsers, "json"):
+        _parsers.json = Parser(Language(tree_sitter_json.language()))
+    return _parsers.json
 
 
-def _char_offset(source: bytes, byte: int) -> int:
-    return len(source[:byte].decode("utf-8", errors="ignore"))
+def _char_offsets(source: bytes, text: str, offsets: set[int]) -> dict[int, int]:
+    """The character offset of each byte offset into `source` (`text` encoded), in one pass over it."""
+    if len(source) == len(text):  # ASCII: bytes are characters
+        return {byte: byte for byte in offsets}
+    found, chars, previous = {}, 0, 0
+    for byte in sorted(offsets):
+        chars += len(source[previous:byte].decode("utf-8", errors="ignore"))
+        found[byte], previous = chars, byte
+    return found
 
 
 def damage(text: str) -> list[Damage]:
@@ -639,17 +650,17 @@ def damage(text: str) -> list[Damage]:
     except RecursionError:
         return [Damage(0, len(text), "nested too deeply to load")]
     source = text.encode("utf-8")
-    stack = [_json_parser().parse(source).root_node]
+    stack, spans = [_json_parser().parse(source).root_node], []
     while stack:
         node = stack.pop()
         if node.is_missing:
-            at = _char_offset(source, node.start_byte)
-            found.append(Damage(at, at, f"missing {node.type}"))
+            spans.append((node.start_byte, node.start_byte, f"missing {node.type}"))
         elif node.type == "ERROR":
-            start, end = _char_offset(source, node.start_byte), _char_offset(source, node.end_byte)
-            found.append(Damage(start, end, "syntax error"))
+            spans.append((node.start_byte, node.end_byte, "syntax error"))
             continue
-        stack += node.children
+        stack += [child for child in node.children if child.has_error]  # only where the damage is
+    chars = _char_offsets(source, text, {byte for start, end, _ in spans for byte in (start, end)})
+    found += [Damage(chars[start], chars[end], message) for start, end, message in spans]
     return sorted(set(found), key=lambda item: (item.start, item.end))
 
 
