@@ -71,7 +71,7 @@ class Document:
             lines, inserted = self.lines, well_formed(change.text)
             start = lines.offset(change.range.start, encoding, clamp_line=True)
             end = max(start, lines.offset(change.range.end, encoding, clamp_line=True))
-            self.text = self.text[:start] + inserted + self.text[end:]
+            self.text = "".join((self.text[:start], inserted, self.text[end:]))  # one allocation: 10 MB is ms
             self._lines = lines.edited(start, end, inserted, self.text)
         else:
             self.text = well_formed(change.text)

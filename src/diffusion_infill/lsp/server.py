@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class InfillServer(LanguageServer):
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
         self.unreachable = False  # the remote engine's server failed and the user was told; until it answers
         self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
+        self.shut_down = False  # a shutdown request came: exit ends with status 0
 
     @property
     def encoding(self) -> str:
@@ -303,6 +305,16 @@ def shutdown(ls: InfillServer, params: Any) -> None:
     ls.runs.clear()
     ls.worker.shutdown()
     ls.diagnostics.shutdown()
+    ls.shut_down = True
+
+
+def exit_now(ls: InfillServer, params: Any) -> None:
+    """exit: ends the process now. Python's own exit would first wait for the engine and diagnostics
+    threads, which may be seconds into a model load or a large document; nothing they do needs finishing
+    (the acceptance counts are written when counted)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(0 if ls.shut_down else 1)  # the LSP spec's exit codes: 1 without a shutdown request first
 
 
 def create_server(options: ServeOptions) -> InfillServer:
@@ -314,6 +326,7 @@ def create_server(options: ServeOptions) -> InfillServer:
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
     server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
     server.feature(types.SHUTDOWN)(shutdown)
+    server.feature(types.EXIT)(exit_now)
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
     server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
