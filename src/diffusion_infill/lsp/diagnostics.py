@@ -150,6 +150,7 @@ class Publisher:
         await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
         snapshot = dataclasses.replace(self._ls.documents.get(uri))  # edits on the loop leave the copy alone
         if snapshot.in_sync and self._within_limit(snapshot):
+            log.debug("diagnosing %s version %d (%d characters)", uri, snapshot.version, len(snapshot.text))
             loop, started = asyncio.get_running_loop(), time.monotonic()
             diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding)
             self._took[uri] = time.monotonic() - started
