@@ -36,7 +36,7 @@ from diffusion_infill.lsp.protocol import InfillProtocol
 from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from diffusion_infill.lsp.window import bounded
+from diffusion_infill.lsp.window import ModelText
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
 
 DRAFT_NOTIFICATION = "infill/draft"
@@ -196,8 +196,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
                  settings.document_drafts, settings.quiet_after)
-    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
-                            invoked=trigger == "invoked")
+    window = ModelText.of(where.prefix, where.suffix)
+    request = InfillRequest(window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked")
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
@@ -206,7 +206,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
         ls.server_failed(str(error))
         return []
     ls.unreachable = ls.unreachable and not finals  # answered (superseded runs answer nothing)
-    result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
+    result = items([window.to_document(draft.text) for draft in finals], where, lines, encoding,
+                   accept_command(trigger))
     ls.telemetry.offered(trigger, len(result))
     return result
 
