@@ -148,7 +148,7 @@ def _position(text: str, offset: int) -> types.Position:
 
 def timings(values: list[float]) -> dict:
     return {"keystrokes": len(values), "ms_p50": round(percentile(values, 0.5), 2),
-            "ms_p95": round(percentile(values, 0.95), 2)}
+            "ms_p95": round(percentile(values, 0.95), 2), "ms_max": round(max(values), 2)}
 
 
 async def measure(documents: list[Case], keystrokes: int) -> dict:

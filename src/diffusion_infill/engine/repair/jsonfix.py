@@ -620,6 +620,7 @@ class Damage:
     message: str
 
 
+_PARSE_CHUNK = 65_536  # bytes
 _parsers = threading.local()  # a Parser keeps per-parse state in C: one per thread (diagnostics, engine, loop)
 
 
@@ -650,7 +651,10 @@ def damage(text: str) -> list[Damage]:
     except RecursionError:
         return [Damage(0, len(text), "nested too deeply to load")]
     source = text.encode("utf-8")
-    stack, spans = [_json_parser().parse(source).root_node], []
+    # Read in chunks: the parser holds the GIL while it runs, and between two reads other threads
+    # (the language server's event loop) get their turn; one call on 10 MB held it for seconds.
+    tree = _json_parser().parse(lambda byte, _: source[byte : byte + _PARSE_CHUNK])
+    stack, spans = [tree.root_node], []
     while stack:
         node = stack.pop()
         if node.is_missing:
