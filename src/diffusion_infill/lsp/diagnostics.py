@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -59,22 +61,27 @@ class _Found:
     code: str
 
 
-def _found(document: Document) -> list[_Found]:
+def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
     if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and document.text.strip():
         jsonc = document.language_id in JSONC_LANGUAGES
         text = jsonfix.strip_jsonc(document.text) if jsonc else document.text  # same offsets
         return [_Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
-                for item in jsonfix.damage(text)]
+                for item in jsonfix.damage(text, cancelled)]
     if document.language_id in MARKDOWN_LANGUAGES:
         return [_Found(problem.start, problem.end, problem.message, types.DiagnosticSeverity.Warning,
                        f"markdown-{problem.rule}") for problem in markdown_rules.problems(document.text)]
     return []
 
 
-def diagnose(document: Document, encoding: str) -> list[types.Diagnostic]:
+def _never() -> bool:
+    return False
+
+
+def diagnose(document: Document, encoding: str, cancelled: Callable[[], bool] = _never) -> list[types.Diagnostic]:
     """The problems of a JSON or Markdown document, the first MAX_ITEMS of them and one that counts
-    the rest (an editor lists them all, and no one reads 4,000); empty for other languages."""
-    found = _found(document)
+    the rest (an editor lists them all, and no one reads 4,000); empty for other languages.
+    jsonfix.Cancelled once `cancelled()` says so (JSON only: the Markdown rules are not asked)."""
+    found = _found(document, cancelled)
     shown, rest = found[:MAX_ITEMS], found[MAX_ITEMS:]
     if rest:
         more = f"{len(rest):,} more problems from here on are not listed"
@@ -115,6 +122,7 @@ class Publisher:
         # version, and a second would only share the GIL with the first.
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="diagnostics")
         self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
+        self._stops: dict[str, threading.Event] = {}  # per URI: set to stop its computation on its thread
         self._too_large: set[str] = set()  # URIs already told they get no diagnostics
         self._took: dict[str, float] = {}  # per URI: seconds its last computation took
 
@@ -144,7 +152,10 @@ class Publisher:
     def _cancel(self, uri: str) -> None:
         task = self._pending.pop(uri, None)
         if task is not None:
-            task.cancel()  # a computation already running finishes on its thread, unpublished
+            task.cancel()
+        stop = self._stops.pop(uri, None)
+        if stop is not None:
+            stop.set()  # a JSON computation already running stops at its next check; Markdown's finishes, unpublished
 
     async def _publish_later(self, uri: str) -> None:
         await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
@@ -152,7 +163,9 @@ class Publisher:
         if snapshot.in_sync and self._within_limit(snapshot):
             log.debug("diagnosing %s version %d (%d characters)", uri, snapshot.version, len(snapshot.text))
             loop, started = asyncio.get_running_loop(), time.monotonic()
-            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding)
+            stop = self._stops[uri] = threading.Event()
+            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding,
+                                                     stop.is_set)
             self._took[uri] = time.monotonic() - started
         else:
             diagnostics = []  # also clears what was shown before the document grew or was lost track of

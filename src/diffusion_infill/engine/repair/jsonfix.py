@@ -19,10 +19,11 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import tree_sitter_json
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Node, Parser
 
 _LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false",
              "None": "null", "TRUE": "true", "FALSE": "false", "NULL": "null", "Null": "null"}
@@ -641,8 +642,34 @@ def _char_offsets(source: bytes, text: str, offsets: set[int]) -> dict[int, int]
     return found
 
 
-def damage(text: str) -> list[Damage]:
-    """Problems found by tree-sitter-json and by `json.loads`, in text order; empty when valid."""
+class Cancelled(Exception):
+    """`damage` was told to stop (a newer version of the document is waiting)."""
+
+
+def _never() -> bool:
+    return False
+
+
+def _parse(source: bytes, cancelled: Callable[[], bool]) -> Node:
+    """The tree of `source`, read in chunks: the parser holds the GIL while it runs, and between two
+    reads other threads (the language server's event loop) get their turn, and `cancelled` is asked;
+    one call on 10 MB held the GIL for seconds."""
+    def read(byte: int, _) -> bytes:
+        if cancelled():
+            raise Cancelled
+        return source[byte : byte + _PARSE_CHUNK]
+
+    parser = _json_parser()
+    try:
+        return parser.parse(read).root_node
+    except Cancelled:
+        parser.reset()  # else its next parse would resume this one
+        raise
+
+
+def damage(text: str, cancelled: Callable[[], bool] = _never) -> list[Damage]:
+    """Problems found by tree-sitter-json and by `json.loads`, in text order; empty when valid.
+    Cancelled as soon as `cancelled()` says so (it is asked every few thousand nodes or 64 KB)."""
     try:
         json.loads(text)
         return []
@@ -651,12 +678,11 @@ def damage(text: str) -> list[Damage]:
     except RecursionError:
         return [Damage(0, len(text), "nested too deeply to load")]
     source = text.encode("utf-8")
-    # Read in chunks: the parser holds the GIL while it runs, and between two reads other threads
-    # (the language server's event loop) get their turn; one call on 10 MB held it for seconds.
-    tree = _json_parser().parse(lambda byte, _: source[byte : byte + _PARSE_CHUNK])
-    stack, spans = [tree.root_node], []
+    stack, spans, visited = [_parse(source, cancelled)], [], 0
     while stack:
-        node = stack.pop()
+        node, visited = stack.pop(), visited + 1
+        if visited % 4096 == 0 and cancelled():
+            raise Cancelled
         if node.is_missing:
             spans.append((node.start_byte, node.start_byte, f"missing {node.type}"))
         elif node.type == "ERROR":
