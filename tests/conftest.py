@@ -31,6 +31,8 @@ VOCAB_SIZE = 512
 CANVAS_LENGTH = 32
 TINY_SPEC = CanvasSpec(noise="mask", gap_slots=12, suffix_head=4, max_prefix=64)
 
+pytest_plugins = ["require_all"]  # DIFFUSION_INFILL_REQUIRE_ALL=1: a skip is a failure (CI)
+
 # The test model is tiny: a second intra-op thread buys nothing, and on a machine whose
 # cores are busy (a training job) thread hand-offs make every matmul ~100x slower.
 torch.set_num_threads(1)

@@ -251,7 +251,10 @@ def palette(model: Path, tmp_path: Path, error: str | None = None) -> dict:
     workspace.mkdir()
     (workspace / "broken.json").write_text(BROKEN)
     logs, ready = tmp_path / "data" / "logs", f"ready: {model} (engine local)"  # window/logMessage, in the log
-    with serving(tmp_path, serve_command(model, tmp_path / "t.json"), WORKBENCH) as url:
+    # serve refuses a model that is not there on its command line: one that cannot load comes from the settings
+    command, settings = ((serve_command(None, tmp_path / "t.json"), {**WORKBENCH, "diffusionInfill.model": str(model)})
+                         if error else (serve_command(model, tmp_path / "t.json"), WORKBENCH))
+    with serving(tmp_path, command, settings) as url:
         config = {"json": "broken.json", "logs": str(logs), "ready": ready, "error": error}
         return run_in_browser(tmp_path, {"url": url, "palette": config})["palette"]
 

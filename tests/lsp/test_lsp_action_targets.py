@@ -5,11 +5,12 @@ from __future__ import annotations
 from lsprotocol import types
 
 from diffusion_infill.engine.repair.fixes import FixResult
-from diffusion_infill.lsp.actions import FixResults, targets
+from diffusion_infill.lsp.actions import ACTIONS, FixResults, Target, surroundings, targets
 from diffusion_infill.lsp.diagnostics import diagnose
 from diffusion_infill.lsp.documents import Document
 from diffusion_infill.lsp.languages import SOURCE
 from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE
 
 
 def params(document: Document, start: int, end: int, diagnostics=(), only=None) -> types.CodeActionParams:
@@ -105,3 +106,20 @@ def test_kept_results_are_bounded_and_the_least_recent_goes_first():
     assert results.get(second) is None and results.get(first).text == "a" and results.get(third).text == "c"
     results.clear()
     assert results.get(first) is None
+
+
+def test_a_diagnostic_from_before_the_document_shrank_is_ignored():
+    text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\nend\n"
+    [diagnostic] = diagnose(Document("file:///a.md", "markdown", 1, text), "utf-16")
+    shrunk = Document("file:///a.md", "markdown", 2, "# T\n")
+    assert offered(shrunk, params(shrunk, 0, 0, [diagnostic])) == []
+
+
+def test_the_repair_and_the_closure_check_see_a_bounded_window_of_a_big_document():
+    line = '  {"name": "x", "value": 1},\n'
+    text = "[\n" + line * 20_000 + '  {"name": "y", "value": },\n' + line * 20_000 + "]\n"
+    document = Document("file:///big.json", "json", 1, text)
+    start = text.index('"value": }') + len('"value": ')
+    around = surroundings(document, Target(ACTIONS["json"], start, start))
+    assert 0 < len(around.before) <= MAX_BEFORE and 0 < len(around.after) <= MAX_AFTER
+    assert text[:start].endswith(around.before) and text[start:].startswith(around.after)

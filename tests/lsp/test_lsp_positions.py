@@ -1,8 +1,11 @@
 """Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK."""
 
+from unittest import mock
+
 import pytest
 from lsprotocol.types import Position, Range, TextDocumentContentChangePartial, TextDocumentContentChangeWholeDocument
 
+from diffusion_infill.lsp import positions
 from diffusion_infill.lsp.documents import Documents, UnknownDocument
 from diffusion_infill.lsp.positions import UTF8, UTF16, UTF32, Lines, PositionError
 
@@ -65,3 +68,47 @@ def test_incremental_changes_apply_in_order():
 def test_unknown_document():
     with pytest.raises(UnknownDocument, match="not open"):
         Documents().get("file:///nowhere.py")
+
+
+BREAKS = ["", "x", "\n", "\r", "\r\n", "x\ry", "\n\r", "😀\r"]
+
+
+@pytest.mark.parametrize("text", ["a\r\nb\rc\nd", "\r\r\n\n", "😀\r\n中\r"])
+def test_line_starts_after_an_edit_are_those_of_the_new_text(text):
+    # every place and span, with inserts that join or part a "\r" and a "\n" at either edge
+    lines = Lines(text)
+    for start in range(len(text) + 1):
+        for end in range(start, len(text) + 1):
+            for inserted in BREAKS:
+                after = text[:start] + inserted + text[end:]
+                edited = lines.edited(start, end, inserted, after)
+                assert list(edited.starts) == list(Lines(after).starts), (start, end, inserted)
+
+
+def test_a_keystroke_in_a_big_document_scans_only_around_the_edit():
+    documents = Documents()
+    text = "def f(x):\r\n    return x  # 中\r\n" * 20_000
+    documents.open("file:///big.py", "python", 1, text)
+    assert len(documents.get("file:///big.py").lines) == 40_001  # the one full scan, when first needed
+    with mock.patch.object(positions, "_starts_after_breaks", wraps=positions._starts_after_breaks) as scan:
+        middle = Position(10_001, 4)
+        documents.change("file:///big.py", 2, [TextDocumentContentChangePartial(range=Range(middle, middle),
+                                                                                text="y\r\n")], UTF16)
+        lines = documents.get("file:///big.py").lines
+    assert [high - low for _, low, high in (call.args for call in scan.call_args_list)] == [4]
+    assert lines.line(10_001) == "    y" and lines.line(10_002) == "return x  # 中"
+    assert list(lines.starts) == list(Lines(lines.text).starts)
+
+
+@pytest.mark.parametrize(("encoding", "units_before"), [(UTF16, 2), (UTF8, 4), (UTF32, 1)])
+def test_conversions_at_the_end_of_a_long_line_after_a_wide_character(encoding, units_before):
+    length = 1_000_000
+    lines = Lines("😀" + "a" * length + "中\nnext")
+    end = Position(0, units_before + length)
+    assert lines.offset(end, encoding) == 1 + length
+    assert lines.position(1 + length, encoding) == end
+    assert lines.offset(Position(0, 10**9), encoding) == 2 + length  # past the end: the line's end
+    assert lines.offset(Position(1, 2), encoding) == 2 + length + 1 + 2
+    if encoding == UTF8:
+        with pytest.raises(PositionError):
+            lines.offset(Position(0, units_before + length + 1), encoding)  # inside "中"

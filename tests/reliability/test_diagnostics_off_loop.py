@@ -12,7 +12,7 @@ import json
 import pytest
 from raw_server import RawServer, encode, frame, start_server
 
-from diffusion_infill.lsp.diagnostics import MAX_CHARS
+from diffusion_infill.lsp.diagnostics import MAX_CHARS, MAX_JSON_CHARS
 
 PUBLISH = "textDocument/publishDiagnostics"
 RECORDS = json.dumps([{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(40_000)], indent=1)
@@ -85,15 +85,15 @@ def test_a_burst_of_edits_never_publishes_a_version_older_than_the_document(serv
     assert server.messages[last]["params"]["diagnostics"] == [], "the last version is valid JSON"
 
 
-@pytest.mark.parametrize("language", ["json", "markdown"])
-def test_a_document_over_the_limit_gets_no_diagnostics_and_one_log_message(server, language):
+@pytest.mark.parametrize(("language", "limit"), [("json", MAX_JSON_CHARS), ("markdown", MAX_CHARS)])
+def test_a_document_over_the_limit_gets_no_diagnostics_and_one_log_message(server, language, limit):
     uri = f"file:///diagnostics/over-the-limit.{language}"
     start = len(server.messages)
-    for version, frames in enumerate((did_open(uri, LARGE_BROKEN_JSON + "x" * 2),
-                                      did_change(uri, 2, LARGE_BROKEN_JSON + "x" * 3)), start=1):
+    for version, frames in enumerate((did_open(uri, "x" * (limit + 1), language),
+                                      did_change(uri, 2, "x" * (limit + 2))), start=1):
         server.write(frames)
         assert server.messages[published(server, uri, version, start)]["params"]["diagnostics"] == []
     told = [m for m in server.messages[start:] if m.get("method") == "window/logMessage"
             and uri in m["params"]["message"]]
     assert len(told) == 1, told
-    assert f"{MAX_CHARS:,}" in told[0]["params"]["message"]
+    assert f"{limit:,}" in told[0]["params"]["message"]

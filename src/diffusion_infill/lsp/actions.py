@@ -18,6 +18,7 @@ returned for another version than the one it was computed on: resolve fails inst
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings,
 from diffusion_infill.lsp.documents import Document, UnknownDocument
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from diffusion_infill.lsp.positions import PositionError
+from diffusion_infill.lsp.window import bounded
 
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
 KINDS = [QUICKFIX, REWRITE]
@@ -186,8 +188,9 @@ def _diagnostic_targets(document: Document, diagnostics: list[types.Diagnostic])
     lines, targets = document.lines, []
     for diagnostic in ours:
         first, last = diagnostic.range.start.line, diagnostic.range.end.line
-        start, end = lines.starts[first], lines.ends[min(last, len(lines) - 1)]
-        targets.append(Target(MARKDOWN, start, end, (diagnostic,)))
+        if not first < len(lines) or last < first:  # from an older version (the document shrank since)
+            continue
+        targets.append(Target(MARKDOWN, lines.start(first), lines.end(min(last, len(lines) - 1)), (diagnostic,)))
     return targets
 
 
@@ -236,8 +239,10 @@ def targets(document: Document, params: types.CodeActionParams, encoding: str) -
 
 
 def surroundings(document: Document, target: Target) -> Surroundings:
+    """The text around the target that the repair and the closure check see: bounded as a completion's
+    (lsp.window), so a fix in a 10 MB file parses and keeps what one in a small file does."""
     language = closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
-    return Surroundings(document.text[: target.start], document.text[target.end :], language)
+    return Surroundings(*bounded(document.text[: target.start], document.text[target.end :]), language)
 
 
 def _range(document: Document, target: Target, encoding: str) -> types.Range:
@@ -272,7 +277,7 @@ def _snapshot(ls, uri: str) -> Document:
         document = ls.documents.get(uri)
     except UnknownDocument as error:
         raise JsonRpcInvalidParams(str(error)) from None
-    return Document(document.uri, document.language_id, document.version, document.text)
+    return dataclasses.replace(document)
 
 
 async def _fix(ls, document: Document, target: Target) -> FixResult:
@@ -289,6 +294,8 @@ async def _fix(ls, document: Document, target: Target) -> FixResult:
 async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
     """textDocument/codeAction: the fixes and the rewrite the selection and diagnostics call for."""
     snapshot = _snapshot(ls, params.text_document.uri)
+    if not snapshot.in_sync:  # the user was told when it was lost track of
+        return []
     encoding, support = ls.encoding, Support.of(ls.client_capabilities)
     actions, withheld = [], []
     for target in targets(snapshot, params, encoding):
@@ -323,6 +330,8 @@ def _unchanged(ls, pending: Pending) -> Document:
         raise RequestFailed("the document was closed since this action was offered") from None
     if document.version != pending.version:
         raise RequestFailed("the document changed since this action was offered: ask for code actions again")
+    if not document.in_sync:
+        raise RequestFailed("the server lost track of the document's text: reopen it")
     return document
 
 

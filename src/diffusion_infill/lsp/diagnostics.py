@@ -8,8 +8,11 @@ Markdown: the structure rules (diffusion_infill.engine.repair.markdown_rules). E
 
 Both look at the whole document: milliseconds for a small one, seconds for a large one
 (docs/reliability.md). So `Publisher` computes them on a thread of their own, a
-short while after the last edit of a burst, for a copy of that version, and publishes
-them only if the document still has that version; documents over `MAX_CHARS` get none.
+while after the last edit of a burst (at least as long as the document's last computation
+took, so typing in a large one does not queue computation after computation), for a copy
+of that version, and publishes them only if the document still has that version, at most
+`MAX_ITEMS` of them; Markdown documents over `MAX_CHARS` and JSON ones over `MAX_JSON_CHARS`
+get none.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from lsprotocol import types
@@ -30,6 +37,9 @@ from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARK
 # document would keep the diagnostics thread (and a share of the GIL) busy for seconds at every
 # edit, for a file that is generated data far more often than something a person edits by hand.
 MAX_CHARS = 2_000_000
+# JSON's rules are linear: about 5 s for 10 MB with one error on this project's shared 2-core machine.
+MAX_JSON_CHARS = 16_000_000
+MAX_ITEMS = 300  # diagnostics published per document; one more says how many were left out
 # Seconds after an edit before computing: a burst of keystrokes computes the last version once.
 DEBOUNCE_S = 0.15
 log = logging.getLogger(__name__)
@@ -40,20 +50,44 @@ def _range(document: Document, start: int, end: int, encoding: str) -> types.Ran
     return types.Range(lines.position(start, encoding), lines.position(end, encoding))
 
 
-def diagnose(document: Document, encoding: str) -> list[types.Diagnostic]:
-    """The problems of a JSON or Markdown document; empty for other languages."""
+@dataclass(frozen=True)
+class _Found:
+    """One problem, before its offsets become an LSP range."""
+
+    start: int
+    end: int
+    message: str
+    severity: types.DiagnosticSeverity
+    code: str
+
+
+def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
     if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and document.text.strip():
         jsonc = document.language_id in JSONC_LANGUAGES
         text = jsonfix.strip_jsonc(document.text) if jsonc else document.text  # same offsets
-        return [types.Diagnostic(range=_range(document, item.start, item.end, encoding), message=item.message,
-                                 severity=types.DiagnosticSeverity.Error, source=SOURCE, code="json")
-                for item in jsonfix.damage(text)]
+        return [_Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
+                for item in jsonfix.damage(text, cancelled)]
     if document.language_id in MARKDOWN_LANGUAGES:
-        return [types.Diagnostic(range=_range(document, problem.start, problem.end, encoding),
-                                 message=problem.message, severity=types.DiagnosticSeverity.Warning,
-                                 source=SOURCE, code=f"markdown-{problem.rule}")
-                for problem in markdown_rules.problems(document.text)]
+        return [_Found(problem.start, problem.end, problem.message, types.DiagnosticSeverity.Warning,
+                       f"markdown-{problem.rule}") for problem in markdown_rules.problems(document.text)]
     return []
+
+
+def _never() -> bool:
+    return False
+
+
+def diagnose(document: Document, encoding: str, cancelled: Callable[[], bool] = _never) -> list[types.Diagnostic]:
+    """The problems of a JSON or Markdown document, the first MAX_ITEMS of them and one that counts
+    the rest (an editor lists them all, and no one reads 4,000); empty for other languages.
+    jsonfix.Cancelled once `cancelled()` says so (JSON only: the Markdown rules are not asked)."""
+    found = _found(document, cancelled)
+    shown, rest = found[:MAX_ITEMS], found[MAX_ITEMS:]
+    if rest:
+        more = f"{len(rest):,} more problems from here on are not listed"
+        shown.append(replace(rest[0], message=f"{more} (the first: {rest[0].message})"))
+    return [types.Diagnostic(range=_range(document, item.start, item.end, encoding), message=item.message,
+                             severity=item.severity, source=SOURCE, code=item.code) for item in shown]
 
 
 def handles(document: Document) -> bool:
@@ -88,7 +122,9 @@ class Publisher:
         # version, and a second would only share the GIL with the first.
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="diagnostics")
         self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
+        self._stops: dict[str, threading.Event] = {}  # per URI: set to stop its computation on its thread
         self._too_large: set[str] = set()  # URIs already told they get no diagnostics
+        self._took: dict[str, float] = {}  # per URI: seconds its last computation took
 
     def schedule(self, document: Document) -> None:
         """Publishes the document's diagnostics once its edits pause; replaces a pending computation."""
@@ -105,6 +141,7 @@ class Publisher:
             return
         self._cancel(document.uri)
         self._too_large.discard(document.uri)
+        self._took.pop(document.uri, None)
         self._send(document.uri, [], None)
 
     def shutdown(self) -> None:
@@ -115,27 +152,35 @@ class Publisher:
     def _cancel(self, uri: str) -> None:
         task = self._pending.pop(uri, None)
         if task is not None:
-            task.cancel()  # a computation already running finishes on its thread, unpublished
+            task.cancel()
+        stop = self._stops.pop(uri, None)
+        if stop is not None:
+            stop.set()  # a JSON computation already running stops at its next check; Markdown's finishes, unpublished
 
     async def _publish_later(self, uri: str) -> None:
-        await asyncio.sleep(DEBOUNCE_S)
+        await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
         snapshot = dataclasses.replace(self._ls.documents.get(uri))  # edits on the loop leave the copy alone
-        if self._within_limit(snapshot):
-            loop = asyncio.get_running_loop()
-            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding)
+        if snapshot.in_sync and self._within_limit(snapshot):
+            log.debug("diagnosing %s version %d (%d characters)", uri, snapshot.version, len(snapshot.text))
+            loop, started = asyncio.get_running_loop(), time.monotonic()
+            stop = self._stops[uri] = threading.Event()
+            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding,
+                                                     stop.is_set)
+            self._took[uri] = time.monotonic() - started
         else:
-            diagnostics = []  # also clears what was shown before the document grew
+            diagnostics = []  # also clears what was shown before the document grew or was lost track of
         if self._version(uri) == snapshot.version:
             self._send(uri, diagnostics, snapshot.version)
 
     def _within_limit(self, document: Document) -> bool:
-        if len(document.text) <= MAX_CHARS:
+        limit = MAX_JSON_CHARS if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES else MAX_CHARS
+        if len(document.text) <= limit:
             self._too_large.discard(document.uri)
             return True
         if document.uri not in self._too_large:
             self._too_large.add(document.uri)
             message = (f"diffusion-infill: no JSON or Markdown diagnostics for {document.uri}: "
-                       f"{len(document.text):,} characters, more than {MAX_CHARS:,}")
+                       f"{len(document.text):,} characters, more than {limit:,}")
             log.info("%s", message)
             self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
         return False

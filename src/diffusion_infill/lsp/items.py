@@ -16,13 +16,14 @@ from lsprotocol.types import Command, InlineCompletionItem, Range
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
 from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE, bounded
 
 
 @dataclass(frozen=True)
 class Placement:
     """The text around the gap and the span an item replaces, as offsets into the document."""
 
-    prefix: str  # what the engine sees before the gap
+    prefix: str  # what the engine sees before the gap (bounded: lsp.window)
     suffix: str  # what the engine sees after the gap
     start: int  # where an item's range starts: the cursor, or the selected entry's start
     end: int  # where it ends: after the cursor, the selected entry, and any auto-paired closers
@@ -34,13 +35,16 @@ class Placement:
 
 
 def placement(text: str, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:
-    """Where a completion at `cursor` goes; `selected` is the menu entry (start, end, text)."""
+    """Where a completion at `cursor` goes; `selected` is the menu entry (start, end, text). The prefix
+    and suffix are the bounded window (lsp.window), sliced from the text without copying the rest of it."""
     start, end, lead = cursor, cursor, ""
     if selected is not None:
         start, end, lead = selected[0], max(selected[1], cursor), selected[2]
-    trail = auto_paired_closers(text, end)
-    return Placement(prefix=text[:start] + lead, suffix=text[end:], start=start, end=end + len(trail),
-                     lead=lead, trail=trail)
+    # One character more than the window on each side: `bounded` then cuts where it would in the whole text.
+    after = text[end : end + MAX_AFTER + 1]
+    prefix, suffix = bounded(text[max(0, start - MAX_BEFORE - 1) : start] + lead, after)
+    trail = auto_paired_closers(after, 0)
+    return Placement(prefix=prefix, suffix=suffix, start=start, end=end + len(trail), lead=lead, trail=trail)
 
 
 def items(completions: list[str], where: Placement, lines: Lines, encoding: str,

@@ -9,56 +9,82 @@ line number after them (pygls' own text document uses it, hence this module).
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
-from dataclasses import dataclass, field
-
+import numpy as np
 from lsprotocol.types import Position
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_CODECS = {UTF8: ("utf-8", 1), UTF16: ("utf-16-le", 2)}  # Python codec, bytes per code unit
 
 
 class PositionError(ValueError):
     """A position that names no place in the document."""
 
 
-def char_units(char: str, encoding: str) -> int:
-    """Code units one code point takes in `encoding`."""
-    point = ord(char)
-    if encoding == UTF32:
-        return 1
-    if encoding == UTF8:
-        return 1 if point < 0x80 else 2 if point < 0x800 else 3 if point < 0x10000 else 4
-    return 2 if point > 0xFFFF else 1
-
-
 def units(text: str, encoding: str) -> int:
     """Code units `text` takes in `encoding` (what an LSP `character` counts)."""
-    if encoding == UTF32:
+    if encoding == UTF32 or text.isascii():  # isascii is a flag CPython keeps: O(1)
         return len(text)
-    return sum(char_units(char, encoding) for char in text)
+    codec, width = _CODECS[encoding]
+    return len(text.encode(codec, "surrogatepass")) // width
 
 
-@dataclass(frozen=True)
+def _starts_after_breaks(text: str, low: int, high: int) -> np.ndarray:
+    """The line starts `x` with low < x <= high: each right after a "\n", or after a "\r" that no
+    "\n" follows. One vectorised pass over text[low:high + 1] (the last character only tells
+    whether a "\r" just before it is half of a "\r\n")."""
+    piece = text[low : high + 1]
+    if piece.isascii():
+        chars = np.frombuffer(piece.encode("ascii"), dtype=np.uint8)
+    else:
+        chars = np.frombuffer(piece.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    newline, carriage = chars == 10, chars == 13
+    followed_by_newline = np.append(newline[1:], False)
+    ends = np.flatnonzero(newline | (carriage & ~followed_by_newline))
+    return ends[ends < high - low] + (low + 1)
+
+
 class Lines:
-    """Where each line of a text starts and ends, for position <-> offset conversion."""
+    """Where each line of a text starts, for position <-> offset conversion.
 
-    text: str
-    starts: tuple[int, ...] = field(init=False)  # offset of each line's first character
-    ends: tuple[int, ...] = field(init=False)  # offset of each line's end, before its line break
+    The starts are found in one vectorised pass, and after an edit only around the edit
+    (`edited`): a keystroke in a 5 MB file costs a copy of the starts array, not a scan.
+    Conversions within a line take an ASCII fast path (no slicing at all when the whole text
+    is ASCII) and otherwise one encode of the part of the line they need, in C.
+    """
 
-    def __post_init__(self) -> None:
-        breaks = list(_LINE_BREAK.finditer(self.text))
-        object.__setattr__(self, "starts", (0, *(match.end() for match in breaks)))
-        object.__setattr__(self, "ends", (*(match.start() for match in breaks), len(self.text)))
+    def __init__(self, text: str, starts: np.ndarray | None = None):
+        self.text = text
+        # the offset of each line's first character
+        self.starts = np.concatenate(([0], _starts_after_breaks(text, 0, len(text)))) if starts is None else starts
 
     def __len__(self) -> int:
         return len(self.starts)
 
+    def start(self, index: int) -> int:
+        return int(self.starts[index])
+
+    def end(self, index: int) -> int:
+        """The offset of line `index`'s end, before its line break."""
+        if index + 1 >= len(self.starts):
+            return len(self.text)
+        following = int(self.starts[index + 1])
+        return following - (2 if self.text[following - 2 : following] == "\r\n" else 1)
+
     def line(self, index: int) -> str:
         """The text of line `index`, without its line break."""
-        return self.text[self.starts[index] : self.ends[index]]
+        return self.text[self.start(index) : self.end(index)]
+
+    def edited(self, start: int, end: int, inserted: str, text: str) -> Lines:
+        """The lines of `text`, which is this text with [start, end) replaced by `inserted`.
+
+        A start depends only on the two characters around it, so those before the edit stay,
+        those after it shift, and only the edit's own span (and one character either side, where
+        a "\r" and a "\n" may join or part) is scanned.
+        """
+        low, high = max(start - 1, 0), start + len(inserted)
+        before = self.starts[: np.searchsorted(self.starts, low, "right")]
+        after = self.starts[np.searchsorted(self.starts, end + 1, "left") :] + (high - end)
+        return Lines(text, np.concatenate((before, _starts_after_breaks(text, low, high), after)))
 
     def offset(self, position: Position, encoding: str, clamp_line: bool = False) -> int:
         """The offset in `text` of `position`.
@@ -71,25 +97,28 @@ class Lines:
             if clamp_line:
                 return len(self.text)
             raise PositionError(f"line {position.line} is out of range: the document has {len(self)} lines")
-        start, end = self.starts[position.line], self.ends[position.line]
-        if encoding == UTF32:
-            return min(start + position.character, end)
-        seen = 0
-        for offset in range(start, end):
-            if seen == position.character:
-                return offset
-            seen += char_units(self.text[offset], encoding)
-            if seen > position.character:
-                raise PositionError(
-                    f"character {position.character} of line {position.line} falls inside a character ({encoding})"
-                )
-        return end
+        start, end, column = self.start(position.line), self.end(position.line), position.character
+        if encoding == UTF32 or self.text.isascii():
+            return min(start + column, end)
+        head = self.text[start : min(start + column, end)]  # every code point is at least one unit
+        codec, width = _CODECS[encoding]
+        encoded = head.encode(codec, "surrogatepass")
+        if head.isascii() or len(encoded) <= column * width:
+            return start + len(head)
+        try:
+            return start + len(encoded[: column * width].decode(codec))
+        except UnicodeDecodeError:
+            raise PositionError(
+                f"character {column} of line {position.line} falls inside a character ({encoding})") from None
 
     def position(self, offset: int, encoding: str) -> Position:
         """The position of `offset` in `text`, in `encoding` units."""
         if not 0 <= offset <= len(self.text):
             raise PositionError(f"offset {offset} is outside the text")
-        line = bisect_right(self.starts, offset) - 1
+        line = int(np.searchsorted(self.starts, offset, "right")) - 1
+        start = self.start(line)
         # An offset between "\r" and "\n" is not a position; it belongs to the line's end.
-        column = min(offset, self.ends[line]) - self.starts[line]
-        return Position(line=line, character=units(self.text[self.starts[line] : self.starts[line] + column], encoding))
+        column = min(offset, self.end(line)) - start
+        if encoding != UTF32 and not self.text.isascii():
+            column = units(self.text[start : start + column], encoding)
+        return Position(line=line, character=column)

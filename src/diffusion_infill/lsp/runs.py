@@ -162,12 +162,14 @@ class Runs:
     def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
         if self._live.get(run.key.uri) is run:
             del self._live[run.key.uri]
+        # Retrieved even for a run already answered: else asyncio logs "Future exception was never retrieved".
+        error = None if future.cancelled() else future.exception()
         if run.result.done():
             return  # superseded or cancelled: already answered
         if future.cancelled():
             run.result.set_result(None)
-        elif future.exception() is not None:
-            run.result.set_exception(future.exception())
+        elif error is not None:
+            run.result.set_exception(error)
         else:
             finals = future.result()
             if finals is not None and not run.job.cancel.is_set():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.client import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.lsp import actions, diagnostics
-from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
+from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.framing import Frames
 from diffusion_infill.lsp.items import items, placement
 from diffusion_infill.lsp.positions import UTF16, PositionError
@@ -37,7 +38,7 @@ from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from diffusion_infill.lsp.window import bounded
+from diffusion_infill.lsp.window import ModelText, bounded
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
 
 DRAFT_NOTIFICATION = "infill/draft"
@@ -73,6 +74,7 @@ class InfillServer(LanguageServer):
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
         self.unreachable = False  # the remote engine's server failed and the user was told; until it answers
         self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
+        self.shut_down = False  # a shutdown request came: exit ends with status 0
 
     @property
     def encoding(self) -> str:
@@ -167,6 +169,14 @@ def _closure_language(document: Document) -> str | None:
     return closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
 
 
+def _tracked(ls: InfillServer, uri: str) -> bool:
+    """Whether the server's copy of an open document is the editor's text (lsp.documents.OutOfSync)."""
+    try:
+        return ls.documents.get(uri).in_sync
+    except UnknownDocument as error:
+        raise _invalid(error) from None
+
+
 Selected = tuple[int, int, str]  # the completion menu's selected entry: start offset, end offset, text
 
 
@@ -193,6 +203,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     # with -v, a user can tell whether the editor asks at all: some editors never send this request
     log.debug("inlineCompletion %s %d:%d %s", params.text_document.uri, params.position.line,
               params.position.character, trigger)
+    if not _tracked(ls, params.text_document.uri):
+        return []
     document, cursor, selected = _locate(ls, params)
     settings = ls.settings
     if ls.worker.state is State.FAILED or not settings.enabled_for(document.language_id):
@@ -204,9 +216,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
                  settings.document_drafts, settings.quiet_after)
-    others = tuple(bounded(other.text, "")[0] for other in ls.documents.others(document))
-    request = InfillRequest(*bounded(where.prefix, where.suffix), _closure_language(document),
-                            invoked=trigger == "invoked", others=others)
+    window = ModelText.of(where.prefix, where.suffix)
+    others = tuple(ModelText.of(bounded(other.text, "")[0], "").prefix for other in ls.documents.others(document))
+    request = InfillRequest(window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked",
+                            others=others)
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
@@ -216,7 +229,8 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
         return []
     if finals:  # answered (superseded runs answer nothing)
         ls.server_answered()
-    result = items([draft.text for draft in finals], where, lines, encoding, accept_command(trigger))
+    result = items([window.to_document(draft.text) for draft in finals], where, lines, encoding,
+                   accept_command(trigger))
     ls.telemetry.offered(trigger, len(result))
     return result
 
@@ -283,10 +297,13 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
     ls.runs.invalidate(uri)  # first: whatever happens next, the old run is stale
     try:
         document = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
-    except (UnknownDocument, PositionError) as error:
+    except UnknownDocument as error:
         log.warning("ignoring didChange: %s", error)
         return
-    ls.diagnostics.schedule(document)
+    except OutOfSync as error:  # raised once per loss: the user is told once, not at every keystroke
+        ls.tell(types.MessageType.Warning, str(error))
+        document = ls.documents.get(uri)
+    ls.diagnostics.schedule(document)  # out of sync: clears what was shown, which may point anywhere now
 
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -320,6 +337,16 @@ def shutdown(ls: InfillServer, params: Any) -> None:
     ls.runs.clear()
     ls.worker.shutdown()
     ls.diagnostics.shutdown()
+    ls.shut_down = True
+
+
+def exit_now(ls: InfillServer, params: Any) -> None:
+    """exit: ends the process now. Python's own exit would first wait for the engine and diagnostics
+    threads, which may be seconds into a model load or a large document; nothing they do needs finishing
+    (the acceptance counts are written when counted)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(0 if ls.shut_down else 1)  # the LSP spec's exit codes: 1 without a shutdown request first
 
 
 def create_server(options: ServeOptions) -> InfillServer:
@@ -331,6 +358,7 @@ def create_server(options: ServeOptions) -> InfillServer:
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
     server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
     server.feature(types.SHUTDOWN)(shutdown)
+    server.feature(types.EXIT)(exit_now)
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
     server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(

@@ -11,6 +11,9 @@ check, which only asks that a candidate makes the window no worse than it was.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 MAX_BEFORE = 32_768  # characters before the cursor
 MAX_AFTER = 8_192  # characters after it
 
@@ -25,3 +28,25 @@ def bounded(prefix: str, suffix: str, max_before: int = MAX_BEFORE, max_after: i
         newline = suffix.rfind("\n", 1, max_after)
         suffix = suffix[: newline + 1 if newline != -1 else max_after]
     return prefix, suffix
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class ModelText:
+    """The window as the model reads it, with LF line ends (it was trained on LF text: a "\r" is a
+    token it never saw), and the document's own line end, which a completion is written back with."""
+
+    prefix: str
+    suffix: str
+    line_end: str  # "\r\n", "\r" or "\n": the window's first line break; "\n" when it has none
+
+    @classmethod
+    def of(cls, prefix: str, suffix: str) -> ModelText:
+        found = _LINE_BREAK.search(prefix) or _LINE_BREAK.search(suffix)
+        return cls(_LINE_BREAK.sub("\n", prefix), _LINE_BREAK.sub("\n", suffix), found.group() if found else "\n")
+
+    def to_document(self, completion: str) -> str:
+        """`completion` (the model's, LF) with the document's line ends."""
+        return completion if self.line_end == "\n" else completion.replace("\n", self.line_end)

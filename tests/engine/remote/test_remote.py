@@ -4,6 +4,7 @@ a port nothing listens on, and a peer that takes the request and never answers."
 
 from __future__ import annotations
 
+import http.server
 import logging
 import random
 import re
@@ -215,4 +216,40 @@ def test_single_line_shaping_applies_to_server_answers(chat_engine):
     engine = RemoteEngine(chat_engine.remote, EngineSettings(mode="single-line"))
     final = list(engine.complete(InfillRequest("", "", "python", invoked=True)))[-1]
     assert "\n" not in final.text
+    engine.close()
+
+
+class _TokenizeReplies(http.server.BaseHTTPRequestHandler):
+    """Answers every POST (vLLM's /tokenize among them) with valid JSON that is not what the API promises."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b'{"tokens": "not a list"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_reply_without_what_the_api_promises_is_the_servers_malformed_reply():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenizeReplies)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    engine = engine_for(url, "any", prompt_format="diffusion")
+    with pytest.raises(RemoteError, match=rf"^{re.escape(url)} sent a malformed reply \(MalformedReply: "):
+        list(engine.complete(InfillRequest("x = ", "\n")))
+    engine.close()
+    server.shutdown()
+
+
+def test_an_error_of_this_code_is_raised_as_itself_not_blamed_on_the_server():
+    # three markers are needed; two is a mistake here, before anything is sent
+    engine = engine_for(f"http://127.0.0.1:{free_port()}/v1", "any", prompt_format="fim", fim_tokens=("<a>", "<b>"))
+    with pytest.raises(ValueError, match="not enough values to unpack") as raised:
+        list(engine.complete(InfillRequest("x = ", "\n")))
+    assert not isinstance(raised.value, RemoteError)
     engine.close()

@@ -19,6 +19,7 @@ HTTP request at once, and a request that outlives its timeout answers nothing.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import queue
 import random
@@ -57,6 +58,10 @@ async def _without_authorization(request) -> None:
     """The OpenAI client always sends a bearer token (from OPENAI_API_KEY when given none): without
     a key for this server, nothing is sent."""
     request.headers.pop("Authorization", None)
+
+
+class MalformedReply(ValueError):
+    """A reply that parsed but does not hold what the API promises."""
 
 
 def _server_root(url: str) -> str:
@@ -264,16 +269,23 @@ class RemoteEngine:
         try:
             return await coroutine
         except Exception as error:
-            raise self._explained(error) from error
+            explained = self._explained(error)
+            if explained is None:
+                raise  # a bug here, not the server's failure: it keeps its type and traceback
+            raise explained from error
 
     async def _guarded(self, pieces: AsyncIterator[str]) -> AsyncIterator[str]:
         try:
             async for piece in pieces:
                 yield piece
         except Exception as error:
-            raise self._explained(error) from error
+            explained = self._explained(error)
+            if explained is None:
+                raise
+            raise explained from error
 
-    def _explained(self, error: Exception) -> RemoteError:
+    def _explained(self, error: Exception) -> RemoteError | None:
+        """The server's failure as a RemoteError; None for an error of this code's own."""
         url = self.remote.url
         if isinstance(error, RemoteError):
             return error
@@ -281,7 +293,9 @@ class RemoteEngine:
             return RemoteError(f"cannot reach {url}: {error.__cause__ or error}")
         if isinstance(error, openai.APIStatusError):
             return RemoteError(f"{url} answered {_status(error)}")
-        return RemoteError(f"{url} sent a malformed reply ({type(error).__name__}: {error})")
+        if isinstance(error, (openai.APIError, json.JSONDecodeError, MalformedReply)):  # what the reply held
+            return RemoteError(f"{url} sent a malformed reply ({type(error).__name__}: {error})")
+        return None
 
     # -- the three prompt formats; each yields the answer's text as it streams in
 
@@ -321,9 +335,9 @@ class RemoteEngine:
         reply = await _opened(lambda: self._client.post(
             f"{_server_root(self.remote.url)}/tokenize", cast_to=object,
             body={"model": self.remote.model, "prompt": text, "add_special_tokens": False}))
-        tokens = reply["tokens"]
+        tokens = reply.get("tokens") if isinstance(reply, dict) else None
         if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
-            raise ValueError(f"/tokenize sent {tokens!r}")
+            raise MalformedReply(f"/tokenize sent {str(reply)[:200]}")
         return tokens
 
 

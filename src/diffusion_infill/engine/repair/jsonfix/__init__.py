@@ -17,12 +17,13 @@ jsonc (comments, blanking), damage (where the damage is), content (words kept, v
 """
 
 from diffusion_infill.engine.repair.jsonfix.content import added, holds, words
-from diffusion_infill.engine.repair.jsonfix.damage import Damage, damage
+from diffusion_infill.engine.repair.jsonfix.damage import Cancelled, Damage, damage
 from diffusion_infill.engine.repair.jsonfix.jsonc import comments, strip_jsonc
 from diffusion_infill.engine.repair.jsonfix.lexer import Token, token_at, tokenize
 from diffusion_infill.engine.repair.jsonfix.parser import structural_repair, too_deep
 
 __all__ = [
+    "Cancelled",
     "Damage",
     "Token",
     "added",

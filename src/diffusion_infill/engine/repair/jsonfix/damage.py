@@ -4,11 +4,12 @@ position, as character spans."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 
 import tree_sitter_json
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Node, Parser
 
 
 @dataclass(frozen=True)
@@ -18,17 +19,55 @@ class Damage:
     message: str
 
 
-@cache
+_PARSE_CHUNK = 65_536  # bytes
+_parsers = threading.local()  # a Parser keeps per-parse state in C: one per thread (diagnostics, engine, loop)
+
+
 def _json_parser() -> Parser:
-    return Parser(Language(tree_sitter_json.language()))
+    if not hasattr(_parsers, "json"):
+        _parsers.json = Parser(Language(tree_sitter_json.language()))
+    return _parsers.json
 
 
-def _char_offset(source: bytes, byte: int) -> int:
-    return len(source[:byte].decode("utf-8", errors="ignore"))
+def _char_offsets(source: bytes, text: str, offsets: set[int]) -> dict[int, int]:
+    """The character offset of each byte offset into `source` (`text` encoded), in one pass over it."""
+    if len(source) == len(text):  # ASCII: bytes are characters
+        return {byte: byte for byte in offsets}
+    found, chars, previous = {}, 0, 0
+    for byte in sorted(offsets):
+        chars += len(source[previous:byte].decode("utf-8", errors="ignore"))
+        found[byte], previous = chars, byte
+    return found
 
 
-def damage(text: str) -> list[Damage]:
-    """Problems found by tree-sitter-json and by `json.loads`, in text order; empty when valid."""
+class Cancelled(Exception):
+    """`damage` was told to stop (a newer version of the document is waiting)."""
+
+
+def _never() -> bool:
+    return False
+
+
+def _parse(source: bytes, cancelled: Callable[[], bool]) -> Node:
+    """The tree of `source`, read in chunks: the parser holds the GIL while it runs, and between two
+    reads other threads (the language server's event loop) get their turn, and `cancelled` is asked;
+    one call on 10 MB held the GIL for seconds."""
+    def read(byte: int, _) -> bytes:
+        if cancelled():
+            raise Cancelled
+        return source[byte : byte + _PARSE_CHUNK]
+
+    parser = _json_parser()
+    try:
+        return parser.parse(read).root_node
+    except Cancelled:
+        parser.reset()  # else its next parse would resume this one
+        raise
+
+
+def damage(text: str, cancelled: Callable[[], bool] = _never) -> list[Damage]:
+    """Problems found by tree-sitter-json and by `json.loads`, in text order; empty when valid.
+    Cancelled as soon as `cancelled()` says so (it is asked every few thousand nodes or 64 KB)."""
     try:
         json.loads(text)
         return []
@@ -37,15 +76,17 @@ def damage(text: str) -> list[Damage]:
     except RecursionError:
         return [Damage(0, len(text), "nested too deeply to load")]
     source = text.encode("utf-8")
-    stack = [_json_parser().parse(source).root_node]
+    stack, spans, visited = [_parse(source, cancelled)], [], 0
     while stack:
-        node = stack.pop()
+        node, visited = stack.pop(), visited + 1
+        if visited % 4096 == 0 and cancelled():
+            raise Cancelled
         if node.is_missing:
-            at = _char_offset(source, node.start_byte)
-            found.append(Damage(at, at, f"missing {node.type}"))
+            spans.append((node.start_byte, node.start_byte, f"missing {node.type}"))
         elif node.type == "ERROR":
-            start, end = _char_offset(source, node.start_byte), _char_offset(source, node.end_byte)
-            found.append(Damage(start, end, "syntax error"))
+            spans.append((node.start_byte, node.end_byte, "syntax error"))
             continue
-        stack += node.children
+        stack += [child for child in node.children if child.has_error]  # only where the damage is
+    chars = _char_offsets(source, text, {byte for start, end, _ in spans for byte in (start, end)})
+    found += [Damage(chars[start], chars[end], message) for start, end, message in spans]
     return sorted(set(found), key=lambda item: (item.start, item.end))

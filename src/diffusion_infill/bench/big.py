@@ -1,0 +1,202 @@
+"""What big documents cost the language server per keystroke, against a small one.
+
+One `diffusion-infill serve` session on stdio, without a model (its load fails at once, so
+no denoising run adds its time: what is measured is the server's own work). Documents: a
+small Python file, a 20,000-line Python file, a 5 MB Python file and a 10 MB one-line JSON
+file with damage every few kilobytes. In each, a keystroke is typed at a time (at the end
+of the JSON's one long line, in the middle of the Python files): a didChange that inserts
+one character, then an Automatic `textDocument/inlineCompletion` at the new cursor, timed
+from sending the change to receiving the answer (the server handles messages in order, so
+the answer comes after the change is applied). Diagnostics: the seconds from opening the
+JSON file to its publishDiagnostics and how many were published; meanwhile keystrokes in the
+small file are timed again (what diagnostics of a big file cost typing elsewhere). Peak RSS
+is the server process's (VmHWM). Prints one JSON object on the last line.
+
+    python -m diffusion_infill.bench.big --keystrokes 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from diffusion_infill.bench.metrics import percentile
+
+PYTHON_BLOCK = '''
+def scale(values, factor=2):
+    """Every value times factor."""
+    result = []
+    for value in values:
+        result.append(value * factor)
+    return result
+
+'''
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    language: str
+    text: str
+    cursor: int  # where typing starts: an offset into text
+
+
+def python_file(characters: int) -> str:
+    return PYTHON_BLOCK * max(1, characters // len(PYTHON_BLOCK))
+
+
+def broken_json_line(characters: int, damage_every: int) -> str:
+    """One line of JSON records, one in every `damage_every` missing a comma."""
+    records, size, index = [], 2, 0
+    while size < characters:
+        comma = "" if index % damage_every == damage_every - 1 else ","
+        record = f'{{"id": {index}, "name": "item {index}", "tags": ["a", "b"]{comma} "value": {index * 0.5}}}'
+        records.append(record)
+        size, index = size + len(record) + 1, index + 1
+    return "[" + ",".join(records) + "]"
+
+
+def cases(scale: float) -> list[Case]:
+    small = python_file(400)
+    lines_20k = python_file(int(20_000 / PYTHON_BLOCK.count("\n") * len(PYTHON_BLOCK) * scale))
+    python_5mb = python_file(int(5_000_000 * scale))
+    json_10mb = broken_json_line(int(10_000_000 * scale), damage_every=50)
+    middle = lambda text: text.index("result = []", len(text) // 2)  # noqa: E731
+    return [Case("small", "python", small, middle(small)),
+            Case("python_20k_lines", "python", lines_20k, middle(lines_20k)),
+            Case("python_5mb", "python", python_5mb, middle(python_5mb)),
+            Case("json_10mb_one_line", "json", json_10mb, len(json_10mb) - 1)]  # before the closing bracket
+
+
+class Session:
+    """The server, documents opened in it, and the diagnostics it publishes."""
+
+    def __init__(self) -> None:
+        self.client = LanguageClient("big-documents-bench", "1")
+        self.texts: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.published: dict[tuple[str, int], asyncio.Future] = {}
+        self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda ls, params: self._published(params))
+
+    def _published(self, params: types.PublishDiagnosticsParams) -> None:
+        future = self.diagnostics(params.uri, params.version)
+        if not future.done():
+            future.set_result((time.perf_counter(), list(params.diagnostics)))
+
+    def diagnostics(self, uri: str, version: int) -> asyncio.Future:
+        return self.published.setdefault((uri, version), asyncio.get_running_loop().create_future())
+
+    async def start(self, state: Path) -> None:
+        await self.client.start_io(sys.executable, "-m", "diffusion_infill.cli.main", "serve",
+                                   "--telemetry", str(state / "acceptance.json"))
+        # a model that fails to load at once, named in the settings (serve refuses it on its command line)
+        await self.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
+                inline_completion=types.InlineCompletionClientCapabilities())),
+            initialization_options={"diffusionInfill": {"model": str(state / "no-model")}}))
+        self.client.initialized(types.InitializedParams())
+
+    def open(self, case: Case) -> str:
+        uri = f"file:///bench/{case.name}.{'json' if case.language == 'json' else 'py'}"
+        self.texts[uri], self.versions[uri] = case.text, 1
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri, case.language, 1, case.text)))
+        return uri
+
+    async def keystroke(self, uri: str, offset: int, char: str) -> float:
+        """Milliseconds from sending one typed character to the answer of the completion request after it."""
+        at = _position(self.texts[uri], offset)
+        self.texts[uri] = self.texts[uri][:offset] + char + self.texts[uri][offset:]
+        self.versions[uri] += 1
+        cursor = types.Position(at.line, at.character + 1)
+        started = time.perf_counter()
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=char)]))
+        await self.client.text_document_inline_completion_async(types.InlineCompletionParams(
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+            text_document=types.TextDocumentIdentifier(uri), position=cursor))
+        return (time.perf_counter() - started) * 1000
+
+    async def type(self, uri: str, offset: int, count: int) -> list[float]:
+        return [await self.keystroke(uri, offset + i, "x") for i in range(count)]
+
+    def peak_rss_mb(self) -> float:
+        status = Path(f"/proc/{self.client._server.pid}/status").read_text()
+        return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+def _position(text: str, offset: int) -> types.Position:
+    """The UTF-16 position of `offset`, without scanning the whole text (the bench's documents are ASCII)."""
+    line = text.count("\n", 0, offset)
+    return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+
+
+def timings(values: list[float]) -> dict:
+    return {"keystrokes": len(values), "ms_p50": round(percentile(values, 0.5), 2),
+            "ms_p95": round(percentile(values, 0.95), 2), "ms_max": round(max(values), 2)}
+
+
+async def measure(documents: list[Case], keystrokes: int) -> dict:
+    session, results = Session(), {}
+    with tempfile.TemporaryDirectory() as state:
+        await session.start(Path(state))
+        small, *big = documents
+        small_uri = session.open(small)
+        await session.type(small_uri, small.cursor, keystrokes)  # warm up: imports, first requests
+        results[small.name] = timings(await session.type(small_uri, small.cursor + keystrokes, keystrokes))
+        for case in big:
+            uri = session.open(case)
+            opened = time.perf_counter()
+            typed_meanwhile = []
+            if case.language == "json":  # typing in the small file while the big one is diagnosed
+                diagnosed = session.diagnostics(uri, 1)
+                while not diagnosed.done():
+                    typed_meanwhile.append(await session.keystroke(small_uri, small.cursor, "y"))
+                arrived, diagnostics = await diagnosed
+            results[case.name] = {"characters": len(case.text), "lines": case.text.count("\n") + 1,
+                                  **timings(await session.type(uri, case.cursor, keystrokes))}
+            if case.language == "json":
+                results[case.name].update({
+                    "diagnostics_s": round(arrived - opened, 2), "diagnostics_published": len(diagnostics),
+                    "small_file_while_diagnosing": timings(typed_meanwhile)})
+        results["server_peak_rss_mb"] = round(session.peak_rss_mb(), 1)
+        await session.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keystrokes", type=int, default=40, help="keystrokes timed per document")
+    parser.add_argument("--scale", type=float, default=1.0, help="document sizes times this (tests use small ones)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    results = asyncio.run(measure(cases(args.scale), args.keystrokes))
+    big = [value for key, value in results.items() if isinstance(value, dict) and key != "small"]
+    worst_p95 = max(value["ms_p95"] for value in big)
+    print(json.dumps({
+        "date": datetime.date.today().isoformat(), "cpus": os.cpu_count(), "scale": args.scale,
+        "model": None, **results,
+        "big_over_small_p95": round(worst_p95 / results["small"]["ms_p95"], 2),
+        "seconds": round(time.perf_counter() - started, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()
