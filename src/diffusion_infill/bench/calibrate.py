@@ -29,14 +29,12 @@ from pathlib import Path
 import torch
 
 from diffusion_infill.bench.compare import BASELINE_MODEL
-from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
+from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, asked, excerpts
 from diffusion_infill.engine.completion import document_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, Evidence, fit
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.factory import create_engine, load_any
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.settings import EngineSettings
-from diffusion_infill.lsp.window import bounded
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 TUNING_FILES, TUNING_CHARS = 12, 500
@@ -45,34 +43,22 @@ TUNING_FILES, TUNING_CHARS = 12, 500
 def observations(engine, pieces: list[Excerpt]) -> list[dict]:
     """One row per place the replay asks: the completion, its evidence, and whether it is accepted."""
     rows = []
-    for piece in pieces:
-        full = piece.context + piece.text
-        for at in range(len(piece.text)):
-            where = len(piece.context) + at
-            if not pauses(full, where):
-                continue
-            request = InfillRequest(*bounded(full[:where], ""), "python")
-            final = list(engine.complete(request))[-1]
-            if final.text:
-                rows.append({"text": final.text, "evidence": final.evidence,
-                             "accepted": full[where:].startswith(final.text)})
+    for request, upcoming in asked(pieces):
+        final = list(engine.complete(request))[-1]
+        if final.text:
+            rows.append({"text": final.text, "evidence": final.evidence, "accepted": upcoming.startswith(final.text)})
     return rows
 
 
 def draft_counts(pieces: list[Excerpt]) -> dict[str, tuple[int, int]]:
     """Per kind of document draft: (accepted whole, offered) at every place the replay asks."""
     counts: dict[str, tuple[int, int]] = {}
-    for piece in pieces:
-        full = piece.context + piece.text
-        for where in range(len(piece.context), len(full)):
-            if not pauses(full, where):
-                continue
-            request = InfillRequest(*bounded(full[:where], ""), "python")
-            draft = document_drafts.offer(request)
-            if draft is not None:
-                kind = document_drafts.kind(draft, request.prefix)
-                accepted, offered = counts.get(kind, (0, 0))
-                counts[kind] = (accepted + full[where:].startswith(draft.text), offered + 1)
+    for request, upcoming in asked(pieces):
+        draft = document_drafts.offer(request)
+        if draft is not None:
+            kind = document_drafts.kind(draft, request.prefix)
+            accepted, offered = counts.get(kind, (0, 0))
+            counts[kind] = (accepted + upcoming.startswith(draft.text), offered + 1)
     return counts
 
 

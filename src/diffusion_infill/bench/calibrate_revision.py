@@ -26,14 +26,12 @@ from pathlib import Path
 
 import torch
 
-from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, excerpts, pauses
+from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, asked, excerpts
 from diffusion_infill.engine.completion import judge, line_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, fit_values
 from diffusion_infill.engine.completion.infill import InfillEngine
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.loading import EMBEDDED_MODEL, load
 from diffusion_infill.engine.settings import EngineSettings
-from diffusion_infill.lsp.window import bounded
 
 TUNING_FILES, TUNING_CHARS = 30, 600
 PRECISION = 0.6  # the acceptance of shown suggestions the threshold keeps on the tuning excerpts
@@ -44,19 +42,12 @@ def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
     """Per place the replay asks where some line is copied: each judged text, its features, and
     whether the file goes on with it."""
     found = []
-    for piece in pieces:
-        full = piece.context + piece.text
-        for where in range(len(piece.context), len(full)):
-            if not pauses(full, where):
-                continue
-            request = InfillRequest(*bounded(full[:where], ""), "python")
-            candidates = line_drafts.candidates(request)
-            if not candidates:
-                continue
-            judged = judge.judge(engine, request, candidates)
-            if judged:
-                found.append([{"text": j.text, "features": judge.features(j, request.prefix),
-                               "accepted": full[where:].startswith(j.text)} for j in judged])
+    for request, upcoming in asked(pieces):
+        candidates = line_drafts.candidates(request)
+        judged = judge.judge(engine, request, candidates) if candidates else []
+        if judged:
+            found.append([{"text": j.text, "features": judge.features(j, request.prefix),
+                           "accepted": upcoming.startswith(j.text)} for j in judged])
     return found
 
 
@@ -64,22 +55,20 @@ def rule_counts(pieces: list[Excerpt]) -> dict:
     """Per candidate rule, at the places the replay asks and the line goes on (no model): how often its
     candidate ranks first and is right there, and how often the rule offers one and some of them is right."""
     counts: dict = {"places": 0}
-    for piece in pieces:
-        full = piece.context + piece.text
-        for where in range(len(piece.context), len(full)):
-            if not pauses(full, where) or not full[where:].split("\n", 1)[0].strip():
-                continue
-            counts["places"] += 1
-            found = line_drafts.candidates(InfillRequest(*bounded(full[:where], ""), "python"))
-            right = [full[where:].startswith(c.text) for c in found]
-            for rule in {c.rule for c in found} | {"all"}:
-                row = counts.setdefault(rule, dict.fromkeys(("first", "first_right", "offered", "some_right"), 0))
-                mine = [ok for c, ok in zip(found, right, strict=True) if rule in ("all", c.rule)]
-                if found and rule in ("all", found[0].rule):
-                    row["first"] += 1
-                    row["first_right"] += right[0]
-                row["offered"] += bool(mine)
-                row["some_right"] += any(mine)
+    for request, upcoming in asked(pieces):
+        if not upcoming.split("\n", 1)[0].strip():
+            continue
+        counts["places"] += 1
+        found = line_drafts.candidates(request)
+        right = [upcoming.startswith(c.text) for c in found]
+        for rule in {c.rule for c in found} | {"all"}:
+            row = counts.setdefault(rule, dict.fromkeys(("first", "first_right", "offered", "some_right"), 0))
+            mine = [ok for c, ok in zip(found, right, strict=True) if rule in ("all", c.rule)]
+            if found and rule in ("all", found[0].rule):
+                row["first"] += 1
+                row["first_right"] += right[0]
+            row["offered"] += bool(mine)
+            row["some_right"] += any(mine)
     return counts
 
 

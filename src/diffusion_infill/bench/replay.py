@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,8 +61,9 @@ from diffusion_infill.bench.lsp_latency import end_position, start_server
 from diffusion_infill.bench.metrics import percentile
 from diffusion_infill.bench.typing_burst import cpu_seconds
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.drafts import MODEL, SOURCES
+from diffusion_infill.engine.drafts import MODEL, SOURCES, InfillRequest
 from diffusion_infill.engine.training.corpus import Document, stdlib_files
+from diffusion_infill.lsp.window import bounded
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
 PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown (--pause-ms)
@@ -163,6 +165,16 @@ def pauses(text: str, at: int) -> bool:
         return True
     line = text[: at].rsplit("\n", 1)[-1]
     return not line.strip() and not after.isspace()
+
+
+def asked(pieces: list[Excerpt]) -> Iterator[tuple[InfillRequest, str]]:
+    """Each place the replay asks in `pieces`, as a request on the true text so far (bounded as the
+    server's window), with the text the file goes on with there."""
+    for piece in pieces:
+        full = piece.context + piece.text
+        for where in range(len(piece.context), len(full)):
+            if pauses(full, where):
+                yield InfillRequest(*bounded(full[:where], ""), "python"), full[where:]
 
 
 def accept_part(suggestion: str, how: str) -> str:
