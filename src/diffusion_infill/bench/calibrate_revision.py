@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = [(row["features"], row["accepted"]) for found in tuning for row in found]
     calibration = fit_values(rows, fitted_on=f"{len(rows)} judged texts at {len(tuning)} places of "
                                              f"{args.tuning_files} tuning excerpts")
-    calibration = replace(calibration, threshold=pick_threshold(calibration, tuning, args.precision))
+    # The server offers a completion only at or above the checkpoint's own minConfidence: a judged line
+    # under it would be hidden where denoising might have answered, so the engine's cut is never lower.
+    gate = engine.calibration.threshold if engine.calibration else 0.0
+    calibration = replace(calibration, threshold=max(pick_threshold(calibration, tuning, args.precision), gate))
     if args.write:
         calibration.save(args.model, judge.REVISION_FILE)
     reported = places(engine, excerpts(args.files, args.chars))
