@@ -402,9 +402,16 @@ end
 
 --- For a statusline: 'infill: starting', 'infill: loading', 'infill: ready', 'infill: error',
 --- 'infill: off', 'infill: ready, on demand' (this buffer's auto-trigger is off); '' where no server runs.
+-- buffer -> the id of its server being restarted: "starting" from the restart until another one attaches
+local restarting = {}
+
 function M.status(buf)
   buf = buf or api.nvim_get_current_buf()
   local client = ghost.client(buf)
+  if restarting[buf] and (not client or client.id == restarting[buf]) then
+    return 'infill: starting'
+  end
+  restarting[buf] = nil
   if not client then
     return ''
   elseif not config.options.enabled then
@@ -452,6 +459,9 @@ end
 function M.restart()
   for _, client in ipairs(vim.lsp.get_clients({ name = ghost.client_name })) do
     local buffers = vim.tbl_keys(client.attached_buffers)
+    for _, buf in ipairs(buffers) do
+      restarting[buf] = client.id
+    end
     M.servers[client.id] = nil
     stop(client)
     local timer, waited = assert(vim.uv.new_timer()), 0
