@@ -34,6 +34,7 @@ import openai
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.completion.instruct import CONTEXT_CHARS, answer_text, instruction
 from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import RemoteSettings
 from diffusion_infill.engine.repair.spans import Span, merge
 from diffusion_infill.engine.settings import EngineSettings
@@ -44,10 +45,6 @@ log = logging.getLogger(__name__)
 
 _POLL_S = 0.02  # how often the waiting thread looks at its cancel flag
 FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.completion.instruct.answer_text)
-
-
-class RemoteError(RuntimeError):
-    """The server could not be reached or answered with an error or nonsense; the message names its URL."""
 
 
 class RemoteTimeout(RemoteError):
