@@ -1,6 +1,6 @@
 """The lsp modules import one another without a circle (type-only imports count too),
-src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and neither the settings modules
-nor the server import the model stack."""
+src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and neither the settings modules,
+the server nor a server's engine (engine: openai) import the model stack."""
 
 from __future__ import annotations
 
@@ -70,3 +70,9 @@ def test_the_server_imports_the_model_stack_only_to_load_a_model():
     torch, transformers (seconds) and the OpenAI client are imported: the engine thread imports them
     when it loads a model or connects to a server (lsp.worker)."""
     assert heavy_imports("diffusion_infill.lsp.server") == []
+
+
+def test_a_servers_engine_imports_no_model_stack():
+    """`engine: openai` (engine.remote.client) needs the HTTP client only: connecting to a server
+    imports neither torch nor transformers on the engine thread."""
+    assert heavy_imports("diffusion_infill.engine.remote.client") == ["openai"]
