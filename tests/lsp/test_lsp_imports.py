@@ -1,10 +1,11 @@
 """The lsp modules import one another without a circle (type-only imports count too),
-src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and the settings modules
-import no model stack."""
+src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and neither the settings modules,
+the server nor a server's engine (engine: openai) import the model stack."""
 
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from graphlib import CycleError, TopologicalSorter
@@ -49,11 +50,29 @@ def test_engine_never_imports_lsp():
     assert offenders == set()
 
 
+def heavy_imports(module: str) -> list[str]:
+    """What of the model stack (torch, transformers) and the HTTP client a fresh interpreter has
+    imported once it has imported `module`."""
+    heavy = ("torch", "transformers", "openai")
+    probe = f"import json, sys, {module}; print(json.dumps(sorted(name for name in {heavy!r} if name in sys.modules)))"
+    return json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+
+
 @pytest.mark.parametrize("module", ["diffusion_infill.lsp.settings", "diffusion_infill.engine.settings"])
 def test_settings_modules_import_no_model_stack(module):
     """Reading and checking settings (the server before its model loads, the command line's options)
     does not pay for torch and transformers: a fresh interpreter imports the module and looks."""
-    heavy = ("torch", "transformers")
-    probe = f"import sys, {module}; print(sorted(name for name in {heavy!r} if name in sys.modules))"
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "[]", f"importing {module} imported {loaded.strip()}"
+    assert heavy_imports(module) == []
+
+
+def test_the_server_imports_the_model_stack_only_to_load_a_model():
+    """The server answers `initialize`, diagnostics, code actions' rules and document drafts before
+    torch, transformers (seconds) and the OpenAI client are imported: the engine thread imports them
+    when it loads a model or connects to a server (lsp.worker)."""
+    assert heavy_imports("diffusion_infill.lsp.server") == []
+
+
+def test_a_servers_engine_imports_no_model_stack():
+    """`engine: openai` (engine.remote.client) needs the HTTP client only: connecting to a server
+    imports neither torch nor transformers on the engine thread."""
+    assert heavy_imports("diffusion_infill.engine.remote.client") == ["openai"]

@@ -1,19 +1,73 @@
-"""Start-up and shut-down paths: requests before initialize and after shutdown, a model that
-cannot load (reported, and the server keeps answering), and the TCP transport."""
+"""Start-up and shut-down paths: requests before initialize and after shutdown, what is answered
+before the model stack is imported, a model that cannot load (reported, and the server keeps
+answering), and the TCP transport."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import shutil
+import sys
 
 import pytest
-from commands import serve_command
+from commands import CLI, serve_command
 from lsp_client import MODEL_PATH, Editor, capabilities, recording_client, send_raw, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from samples import RESETTING  # `self.items` is followed by ` = []` twice
 
 SERVER_NOT_INITIALIZED, INVALID_REQUEST = -32002, -32600
+HANG_TIMEOUT = 120  # seconds; a server that waits for the held import fails instead of hanging
+
+# The CLI in a process whose imports of torch and transformers wait until the file GATE exists:
+# whatever is answered before then did not need them. The first thread to ask for them is
+# written to the file ASKED.
+HELD_MODEL_STACK = """
+import os, runpy, sys, threading, time
+gate, asked = sys.argv.pop(1), sys.argv.pop(1)
+
+class HeldModelStack:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("torch", "transformers"):
+            if not os.path.exists(asked):
+                with open(asked, "w") as file:
+                    file.write(threading.current_thread().name)
+            while not os.path.exists(gate):
+                time.sleep(0.01)
+        return None  # the usual finders import it
+
+sys.meta_path.insert(0, HeldModelStack())
+runpy.run_module("diffusion_infill.cli.main", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.asyncio
+async def test_initialize_and_a_document_draft_are_answered_before_the_model_stack_is_imported(tmp_path):
+    """The first key typed gets the document's draft while torch is still to come; the engine thread
+    imports the model stack, and the model is ready once it may."""
+    gate, asked = tmp_path / "gate", tmp_path / "asked"
+    serve = serve_command(None, tmp_path / "t.json")[len(CLI):]
+    client = recording_client()
+    await client.start_io(sys.executable, "-c", HELD_MODEL_STACK, str(gate), str(asked), *serve)
+    try:
+        options = {"diffusionInfill": {"documentDrafts": True, "quietAfter": None}}  # the defaults
+        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
+            capabilities=capabilities(["utf-16"]), initialization_options=options)), HANG_TIMEOUT)
+        editor = Editor(client)
+        uri = editor.open(RESETTING + "\n")
+        [item] = await asyncio.wait_for(editor.request(uri, editor.end_of(uri, RESETTING)), HANG_TIMEOUT)
+        assert item.insert_text == " = []"
+        [final] = [draft for draft in client.drafts.of(uri, 1) if draft.final]
+        assert (final.step, final.source) == (0, "document")
+        assert all(status.state == "loading" for status in client.statuses.drafts)
+
+        gate.touch()
+        ready = await asyncio.wait_for(client.statuses.first(lambda status: status.state != "loading"), HANG_TIMEOUT)
+        assert ready.state == "ready", ready.message
+        assert asked.read_text().startswith("engine")  # the engine thread's name (lsp.worker)
+    finally:
+        gate.touch()
+        await stop(client)
 
 
 @pytest.mark.asyncio

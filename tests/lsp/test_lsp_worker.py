@@ -1,15 +1,17 @@
-"""The engine thread (diffusion_infill.lsp.worker): what it knows while a model loads."""
+"""The engine thread (diffusion_infill.lsp.worker): what it knows while a model loads, and how it
+starts torch."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
+import torch
 
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.loading import ModelLoadError
 from diffusion_infill.engine.settings import EngineSettings
-from diffusion_infill.lsp.worker import EngineWorker, State
+from diffusion_infill.lsp.worker import EngineWorker, State, TorchStart
 
 
 @pytest.fixture
@@ -21,7 +23,7 @@ def held_load(monkeypatch):
         release.wait(60)
         raise ModelLoadError("stopped by the test")
 
-    monkeypatch.setattr("diffusion_infill.lsp.worker.load_any", load_any)
+    monkeypatch.setattr("diffusion_infill.engine.factory.load_any", load_any)  # what the engine thread imports
     worker = EngineWorker()
     yield worker, release
     release.set()
@@ -55,3 +57,16 @@ def test_a_home_that_cannot_be_found_is_left_to_the_load_to_report(held_load):
     outcome = worker.load("~no-such-user-here/model", "cpu", "auto", EngineSettings()).result(60)
 
     assert worker.state is State.FAILED and outcome.error
+
+
+def test_torch_is_seeded_and_limited_on_the_engine_thread_before_the_first_load(model_dir):
+    """serve's --seed and --threads, applied where the model stack is imported and the model runs."""
+    before = torch.get_num_threads()
+    worker = EngineWorker(torch_start=TorchStart(seed=1234, threads=2))
+    try:
+        assert worker.load(str(model_dir), "cpu", "auto", EngineSettings()).result(120).error is None
+        started = worker.fix(lambda _: (torch.initial_seed(), torch.get_num_threads())).result(60)
+        assert started == (1234, 2)
+    finally:
+        worker.shutdown()
+        torch.set_num_threads(before)

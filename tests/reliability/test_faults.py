@@ -86,7 +86,7 @@ def test_a_failure_while_loading_reports_it_and_later_requests_are_answered_empt
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory (injected while loading)")
 
-    monkeypatch.setattr("diffusion_infill.lsp.worker.load_any", out_of_memory)
+    monkeypatch.setattr("diffusion_infill.engine.factory.load_any", out_of_memory)  # what the engine thread imports
     worker = EngineWorker()
     try:
         outcome = worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S)

@@ -54,10 +54,11 @@ def check_model(args: argparse.Namespace) -> None:
 
 
 def check_device(args: argparse.Namespace) -> None:
-    """--device against what torch sees: imports torch alone, before the model stack."""
-    from diffusion_infill.engine.devices import pick_device
+    """--device against what torch sees: a GPU is asked of torch alone, before the model stack; auto and
+    cpu are always there, so torch is not imported for them (serve answers its editor first)."""
+    if args.engine == "local" and args.device not in ("auto", "cpu"):
+        from diffusion_infill.engine.devices import pick_device
 
-    if args.engine == "local":
         try:
             pick_device(args.device)
         except ModelLoadError as error:
@@ -66,12 +67,9 @@ def check_device(args: argparse.Namespace) -> None:
 
 def start_torch(args: argparse.Namespace) -> None:
     """Imports torch (once the input is checked), seeds it and limits its threads as the server does."""
-    import torch
+    from diffusion_infill.engine.devices import start_torch
 
-    from diffusion_infill.engine.settings import default_threads
-
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads or default_threads())
+    start_torch(args.seed, args.threads)
 
 
 def load_model(args: argparse.Namespace) -> LoadedModel:

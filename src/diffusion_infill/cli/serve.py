@@ -8,7 +8,7 @@ from pathlib import Path
 
 from diffusion_infill.cli import remote
 from diffusion_infill.cli.inputs import check_listen, tcp_address
-from diffusion_infill.cli.models import add_engine_options, add_model_options, check_device, check_model, start_torch
+from diffusion_infill.cli.models import add_engine_options, add_model_options, check_device, check_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +33,12 @@ def main(args: argparse.Namespace) -> int:
     check_model(args)
     if address is not None:
         check_listen(*address)
-    check_device(args)  # imports torch
-    start_torch(args)
+    check_device(args)  # a GPU is asked of torch; the model stack is the engine thread's to import (lsp.worker)
     from diffusion_infill.engine.remote.settings import Credentials
     from diffusion_infill.lsp.server import ServeOptions, create_server
     from diffusion_infill.lsp.settings import ServerSettings
     from diffusion_infill.lsp.telemetry import default_path
+    from diffusion_infill.lsp.worker import TorchStart
 
     settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
                               max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
                               invoked_timeout=args.invoked_timeout)
     credentials = Credentials.from_environment(args.url)
     server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code,
-                                        credentials))
+                                        credentials, TorchStart(args.seed, args.threads)))
     if address is None:
         server.start_io()
     else:

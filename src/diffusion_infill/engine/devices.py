@@ -7,6 +7,14 @@ from __future__ import annotations
 import torch
 
 from diffusion_infill.engine.checkpoint import ModelLoadError, device_problem, dtype_problem
+from diffusion_infill.engine.settings import default_threads
+
+
+def start_torch(seed: int, threads: int | None = None) -> None:
+    """Seeds torch and limits its CPU threads (None: engine.settings.default_threads), once per process,
+    before a model loads."""
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads or default_threads())
 
 
 def pick_device(requested: str | None) -> torch.device:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # diffusion_infill.engine.completion.confidence imports torch; drafts stay importable without it
+if TYPE_CHECKING:  # diffusion_infill.engine.completion.sampler imports torch; drafts stay importable without it
     from diffusion_infill.engine.completion.confidence import Evidence
     from diffusion_infill.engine.completion.sampler import PassCounts
 

@@ -6,7 +6,8 @@ off the event loop).
 Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
 engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
 starts with `initialize`, so that request is answered at once; its progress is reported
-once the client is `initialized`.
+once the client is `initialized`. Nothing here imports the model stack (lsp.worker's thread
+does), so the server answers before torch is imported.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pygls.lsp.server import LanguageServer
 
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
-from diffusion_infill.engine.remote.client import RemoteError
+from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.lsp import actions, diagnostics
 from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
@@ -39,7 +40,7 @@ from diffusion_infill.lsp.settings import SECTION, ServerSettings, initializatio
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
 from diffusion_infill.lsp.window import ModelText, bounded
-from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State
+from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
 
 DRAFT_NOTIFICATION = "infill/draft"
 TRIGGERS = {types.InlineCompletionTriggerKind.Invoked: "invoked",
@@ -53,6 +54,7 @@ class ServeOptions:
     telemetry: Path | None  # acceptance counts file; None: in memory only
     trust_remote_code: bool = False  # command line only: a workspace setting must not enable running code
     credentials: Credentials = Credentials(None)  # the API key and the URL it may go to (command line, environment)
+    torch_start: TorchStart | None = None  # torch's seed and threads (command line); None: left as they are
 
 
 class InfillServer(LanguageServer):
@@ -65,7 +67,7 @@ class InfillServer(LanguageServer):
         self.settings = options.settings
         self.credentials = options.credentials
         self.documents = Documents()
-        self.worker = EngineWorker(options.trust_remote_code)
+        self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
         self.runs = Runs(self.worker, self.publish_draft)
         self.fixes = actions.FixResults()  # code-action results per document version and target
         self.diagnostics = diagnostics.Publisher(self)

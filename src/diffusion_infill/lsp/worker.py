@@ -3,6 +3,10 @@ never runs on the asyncio loop nor in pygls' thread pool (whose threads read std
 
 Jobs are cancelled cooperatively: a job whose flag is set before it starts is skipped,
 and a running one stops at the engine's next check, between two denoising steps.
+
+The model stack (torch, transformers: seconds to import) and the OpenAI client are imported
+here, on this thread, when a model loads or a server is connected: until then the server
+answers what needs no model (initialize, diagnostics, document drafts) at once.
 """
 
 from __future__ import annotations
@@ -13,22 +17,20 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import torch
-
-from diffusion_infill.engine.baseline.autoregressive import FimModel
-from diffusion_infill.engine.checkpoint import local_directory
+from diffusion_infill.engine.checkpoint import ModelLoadError, local_directory
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.distinct import distinct_samples
 from diffusion_infill.engine.drafts import Draft, InfillRequest
-from diffusion_infill.engine.factory import create_engine, load_any
-from diffusion_infill.engine.loading import LoadedModel, ModelLoadError
-from diffusion_infill.engine.remote.client import RemoteEngine, RemoteError, RemoteRepairer
+from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import RemoteSettings
-from diffusion_infill.engine.repair.diffusion import DiffusionRepairer
 from diffusion_infill.engine.repair.fixes import Fixer
 from diffusion_infill.engine.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from diffusion_infill.engine.baseline.autoregressive import FimModel
+    from diffusion_infill.engine.loading import LoadedModel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,6 +59,15 @@ class Job:
 
 
 @dataclass(frozen=True)
+class TorchStart:
+    """How torch starts in the server's process (the command line's --seed and --threads), set on the engine
+    thread before the first model loads."""
+
+    seed: int = 0
+    threads: int | None = None  # None: engine.settings.default_threads
+
+
+@dataclass(frozen=True)
 class LoadOutcome:
     source: str  # what was asked for, or what was loaded
     error: str | None = None  # why it could not be loaded; None: loaded
@@ -64,9 +75,10 @@ class LoadOutcome:
 
 
 class EngineWorker:
-    def __init__(self, trust_remote_code: bool = False):
+    def __init__(self, trust_remote_code: bool = False, torch_start: TorchStart | None = None):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._trust_remote_code = trust_remote_code
+        self._torch_start = torch_start  # None: torch is left as the process set it (tests)
         self._loaded: LoadedModel | FimModel | None = None
         self._settings = EngineSettings()
         self._engine = None
@@ -104,9 +116,12 @@ class EngineWorker:
         """Loads a model (after the jobs already queued); completions queued later wait for it.
 
         Its calibration (a small file) is read at once, so that answers needing no model step
-        (document drafts, the gate) work during the seconds the weights take to load."""
+        (document drafts, the gate) work during the seconds the model stack and the weights take
+        to load: from now on when nothing is loaded, else once the loaded engine is dropped."""
         self.state = State.LOADING
-        return self._executor.submit(self._load, model, device, dtype, settings, _calibration_beside(model))
+        calibration = _calibration_beside(model)
+        self._loading_calibration = calibration
+        return self._executor.submit(self._load, model, device, dtype, settings, calibration)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
@@ -129,12 +144,19 @@ class EngineWorker:
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def _remote(self) -> bool:
+        """Whether the engine is a server's (engine.remote.client): the one engine without a loaded model."""
+        return self._engine is not None and self._loaded is None
+
     def _drop_engine(self) -> None:
-        if isinstance(self._engine, RemoteEngine):
+        if self._remote:
             self._engine.close()
         self._loaded = self._engine = None
 
     def _connect(self, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
+        from diffusion_infill.engine.remote.client import RemoteEngine, RemoteRepairer
+
         self._drop_engine()
         self._loading_calibration = None
         self._settings = settings
@@ -159,8 +181,12 @@ class EngineWorker:
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
         try:
+            self._start_torch()
+            from diffusion_infill.engine.factory import load_any
+            from diffusion_infill.engine.repair.diffusion import DiffusionRepairer
+
             self._loaded = load_any(model, device, dtype, trust_remote_code=self._trust_remote_code)
-            self._engine = create_engine(self._loaded, settings)
+            self._engine = self._created(settings)
             problem = self._loaded.canvas_problem
             self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded), model_fixes=False)
         except ModelLoadError as error:
@@ -173,12 +199,26 @@ class EngineWorker:
         self.state = State.READY
         return LoadOutcome(self._loaded.source)
 
+    def _start_torch(self) -> None:
+        """Seeds torch and limits its threads, before the first model loads; later loads leave them."""
+        if self._torch_start is not None:
+            from diffusion_infill.engine.devices import start_torch
+
+            start_torch(self._torch_start.seed, self._torch_start.threads)
+            self._torch_start = None
+
     def _configure(self, settings: EngineSettings) -> None:
         self._settings = settings
-        if isinstance(self._engine, RemoteEngine):
+        if self._remote:
             self._engine.settings = settings
         elif self._loaded is not None:
-            self._engine = create_engine(self._loaded, settings)
+            self._engine = self._created(settings)
+
+    def _created(self, settings: EngineSettings):
+        """A fresh engine on the loaded model."""
+        from diffusion_infill.engine.factory import create_engine
+
+        return create_engine(self._loaded, settings)
 
     def _complete(self, job: Job) -> list[Draft] | None:
         try:
@@ -214,12 +254,12 @@ class EngineWorker:
             # next request gets a fresh one from the same weights.
             log.error("completion failed: %s: %s", type(error).__name__, error, exc_info=True)
             if self._loaded is not None:
-                self._engine = create_engine(self._loaded, self._settings)
+                self._engine = self._created(self._settings)
             message = f"{type(error).__name__}: {error}"
         # Raised outside the except block, so the traceback (and on a GPU the tensors its frames
         # hold after an out-of-memory error) is released before the next job runs.
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        if self._loaded is not None:  # a server's engine holds no tensors (and torch may not be imported)
+            _release_gpu_cache()
         raise CompletionFailed(message)
 
     def _run(self, job: Job, request: InfillRequest, first: bool, start_text: str | None) -> Draft | None:
@@ -234,6 +274,13 @@ class EngineWorker:
             return None
         finally:
             job.steps += ran
+
+
+def _release_gpu_cache() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _calibration_beside(model: str | None) -> Calibration | None:

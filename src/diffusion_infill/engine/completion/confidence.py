@@ -8,6 +8,9 @@ that evidence into an estimate of being accepted. Its coefficients are fitted on
 files that are not the reported ones (`python -m diffusion_infill.bench.calibrate`) and saved beside the
 checkpoint (`confidence.json`) with the threshold chosen for it; a checkpoint without
 them gets no estimate, and the server then gates nothing.
+
+Torch is imported only where tensors are made (the fit, the per-slot record): the server reads a
+calibration and gates with it before the model stack is imported.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +136,8 @@ def fit_values(rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, step
                fitted_on: str = "") -> Calibration:
     """Logistic regression of acceptance on features by name (standardized, L2-penalized, full-batch
     L-BFGS); the weights are returned on the features' own scale."""
+    import torch
+
     names = list(rows[0][0])
     x = torch.tensor([[values[name] for name in names] for values, _ in rows], dtype=torch.float64)
     y = torch.tensor([float(accepted) for _, accepted in rows], dtype=torch.float64)
@@ -164,20 +171,26 @@ class SlotLogprobs:
     earlier, past END) keep what they had."""
 
     def __init__(self, gap: range):
+        import torch
+
         self.gap = gap
         self.logprob = torch.zeros(len(gap))
 
-    @torch.no_grad()
     def observe(self, logits: torch.Tensor, chosen: torch.LongTensor, live: torch.BoolTensor) -> None:
         """`logits` (canvas, vocab) of one step, after its processors; `chosen` (canvas,) its draft;
         `live` (canvas,) the slots the step decided (diffusion_infill.engine.completion.sampler.Step.live)."""
-        window = logits[self.gap.start : self.gap.stop].float()
-        live = live[self.gap.start : self.gap.stop]
-        scores = torch.log_softmax(window, dim=-1).gather(-1, chosen[self.gap.start : self.gap.stop, None])[:, 0]
-        self.logprob = torch.where(live, scores, self.logprob)
+        import torch
+
+        with torch.no_grad():
+            window = logits[self.gap.start : self.gap.stop].float()
+            live = live[self.gap.start : self.gap.stop]
+            scores = torch.log_softmax(window, dim=-1).gather(-1, chosen[self.gap.start : self.gap.stop, None])[:, 0]
+            self.logprob = torch.where(live, scores, self.logprob)
 
     def grow(self, gap: range) -> None:
         """The gap grew at its end (engine.completion.infill): the slots it had keep their log-probabilities."""
+        import torch
+
         self.logprob = torch.cat([self.logprob, torch.zeros(len(gap) - len(self.gap))])
         self.gap = gap
 

@@ -5,7 +5,6 @@ while a draft streamer reports every denoising step."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 
 import torch
@@ -13,18 +12,11 @@ from transformers.generation.streamers import BaseStreamer
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
 
 from diffusion_infill.engine import closure
+from diffusion_infill.engine.completion.chat_prompt import answer_text, instruction
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.streaming import Cancelled, stream_from_thread
-
-CURSOR = "<CURSOR>"
-INSTRUCTION = (
-    "Fill in the code at {cursor} in this {language} file. Answer with only the text that replaces {cursor}, "
-    "no explanation and no code fence.\n\n{prefix}{cursor}{suffix}"
-)
-FENCE = re.compile(r"^```[\w+-]*\n(.*?)(\n```)?\s*$", re.S)
-CONTEXT_CHARS = 6000
 
 
 class DraftStreamer(BaseStreamer):
@@ -49,18 +41,6 @@ class DraftStreamer(BaseStreamer):
 
     def end(self) -> None:
         pass
-
-
-def instruction(request: InfillRequest) -> str:
-    """The chat message that asks for the missing text at the cursor (here and on a remote server)."""
-    return INSTRUCTION.format(cursor=CURSOR, language=request.language or "text",
-                              prefix=request.prefix[-CONTEXT_CHARS:], suffix=request.suffix[:CONTEXT_CHARS])
-
-
-def answer_text(raw: str) -> str:
-    """The insertion in a chat answer: code fences and surrounding blank lines removed."""
-    match = FENCE.match(raw.strip("\n"))
-    return match.group(1) if match else raw.strip("\n")
 
 
 class InstructEngine:

@@ -7,7 +7,7 @@ Three ways to ask, found out once by a probe (or set by `prompt_format`):
   clamped canvas this project's engine uses: the gap as seed slots (noise the model
   denoises), then the suffix head, tokenized by the server's /tokenize and pinned, so the
   insertion must run into the text after the cursor.
-- "chat": the instruction prompt of the in-process instruct path (diffusion_infill.engine.completion.instruct).
+- "chat": the instruction prompt of the in-process instruct path (diffusion_infill.engine.completion.chat_prompt).
 - "fim": plain completions of a fill-in-the-middle prompt (the baseline's tokens by default).
 
 The server streams text as it is generated; vLLM's diffusion models send a whole canvas
@@ -32,8 +32,9 @@ from typing import Any
 import openai
 
 from diffusion_infill.engine import closure
-from diffusion_infill.engine.completion.instruct import CONTEXT_CHARS, answer_text, instruction
+from diffusion_infill.engine.completion.chat_prompt import CONTEXT_CHARS, answer_text, instruction
 from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import RemoteSettings
 from diffusion_infill.engine.repair.spans import Span, merge
 from diffusion_infill.engine.settings import EngineSettings
@@ -43,11 +44,7 @@ from diffusion_infill.engine.tokens import never_written_texts
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.02  # how often the waiting thread looks at its cancel flag
-FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.completion.instruct.answer_text)
-
-
-class RemoteError(RuntimeError):
-    """The server could not be reached or answered with an error or nonsense; the message names its URL."""
+FENCE_TOKENS = 8  # a chat answer may wrap the insertion in a code fence (engine.completion.chat_prompt.answer_text)
 
 
 class RemoteTimeout(RemoteError):
