@@ -96,17 +96,14 @@ class Judge:
             scores.append(tuple(chosen_logprobs.clamp(min=FLOOR).tolist()))
         return scores, logprobs
 
-    def text(self, tokens: list[int]) -> str:
-        return self.loaded.tokenizer.decode(tokens)[len(self.context.healed):]
-
 
 def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[Judged]:
     """`candidates` judged by the model in one decoder pass, best first by their mean log-probability."""
-    judge_ = Judge(engine, request)
-    fitting = [(c, t) for c in candidates if (t := judge_.tokens(c.text)) is not None]
+    scorer = Judge(engine, request)
+    fitting = [(c, t) for c in candidates if (t := scorer.tokens(c.text)) is not None]
     if not fitting:
         return []
-    scores, _ = judge_.score([tokens for _, tokens in fitting])
+    scores, _ = scorer.score([tokens for _, tokens in fitting])
     return sorted((Judged(c.text, c, s) for (c, _), s in zip(fitting, scores, strict=True)),
                   key=lambda j: j.mean_logprob, reverse=True)
 
