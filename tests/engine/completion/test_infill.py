@@ -234,6 +234,30 @@ def test_repair_rounds_continue_the_step_count(tiny_loaded):
     assert steps == list(range(1, len(steps) + 1))
 
 
+@pytest.fixture
+def closing_parens(tiny_loaded):
+    """Makes the model write ")" in every slot: a draft that breaks closure however often it is repaired."""
+    paren = tiny_loaded.tokenizer.encode(")", add_special_tokens=False)[0]
+
+    def hook(module, args, output):
+        output[..., paren] += 1e3
+
+    handle = tiny_loaded.model.lm_head.register_forward_hook(hook)
+    yield
+    handle.remove()
+
+
+def test_a_draft_that_breaks_closure_is_repaired_before_it_is_cut(tiny_loaded, closing_parens):
+    def final(repair_rounds: int) -> Draft:
+        engine = engine_for(tiny_loaded, mode="multi-line", repair_rounds=repair_rounds)
+        return complete(engine, "x = (", ")\n")[-1]
+
+    unrepaired, repaired = final(0), final(2)
+
+    assert unrepaired.evidence.cut and repaired.evidence.cut
+    assert repaired.step > unrepaired.step  # the repair rounds' passes came before the cut
+
+
 @pytest.mark.parametrize("noise", ["mask", "uniform"])
 def test_a_repair_round_noises_the_bad_slots_with_the_checkpoints_own_noise(tiny_loaded, noise):
     loaded = dataclasses.replace(tiny_loaded, spec=dataclasses.replace(tiny_loaded.spec, noise=noise))
@@ -338,6 +362,19 @@ def test_cancelled_mid_way_yields_no_final_draft(tiny_loaded):
         drafts.append(draft)
 
     assert len(drafts) == 2
+    assert not any(draft.final for draft in drafts)
+
+
+def test_cancelled_once_the_last_pass_ended_yields_no_final_draft(tiny_loaded):
+    engine = engine_for(tiny_loaded)
+    torch.manual_seed(0)
+    steps = len(complete(engine, "print(", ")\n")) - 1
+    drafts = []
+    torch.manual_seed(0)
+    for draft in engine.complete(InfillRequest("print(", ")\n", "python"), cancelled=lambda: len(drafts) >= steps):
+        drafts.append(draft)
+
+    assert len(drafts) == steps
     assert not any(draft.final for draft in drafts)
 
 

@@ -10,8 +10,8 @@ when the model fills it without END.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers.cache_utils import DynamicCache
@@ -20,9 +20,10 @@ from diffusion_infill.engine import closure
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion import judge, line_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, assess
+from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
-from diffusion_infill.engine.completion.sampler import PassCounts, PassLog, SlotBan, SlotVocabulary, Step, denoise
+from diffusion_infill.engine.completion.sampler import PassLog, SlotBan, SlotVocabulary, Step, denoise
 from diffusion_infill.engine.drafts import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
@@ -58,6 +59,34 @@ class PrefixCache:
                 raise
         self.ids, self.reused_tokens = list(ids), common
         return self.cache
+
+
+@dataclass
+class _Completion:
+    """One completion between its rounds: the canvas the next pass denoises, where it starts, and
+    the evidence gathered over every pass so far."""
+
+    request: InfillRequest
+    context: EncodedContext
+    cache: DynamicCache
+    prefill_ms: float
+    layout: canvas_layout.Canvas
+    start: torch.LongTensor | None  # the next pass's starting canvas; None: all noise
+    processors: list
+    denoise: DenoiseSettings
+    grow_to: int | None  # the size a short first gap grows to; None: it starts at its full size
+    chosen: SlotLogprobs
+    passes: PassLog = field(default_factory=PassLog)
+    step: int = 0  # counted over every pass: a Draft's step never goes back
+    entropy: float = 0.0
+    last: Step | None = None  # the last pass's last step
+    line_ended: bool = False  # the last pass stopped at the end of the wanted line
+    tokens: list[int] = field(default_factory=list)  # the last checked insertion
+    text: str = ""
+
+    @property
+    def gap(self) -> range:
+        return self.layout.gaps[0]
 
 
 class InfillEngine:
@@ -101,11 +130,30 @@ class InfillEngine:
         if start_text is None and (judged := self.judged_draft(request)) is not None:
             yield judged
             return
-        spec, ids, model = self.loaded.spec, self.loaded.ids, self.loaded.model
+        run = self._begin(request, start_text)
+        # Every pass ends with a look at `cancelled`: a cancelled completion gets no final draft.
+        if not (yield from self._denoise_round(run, cancelled)):
+            return
+        # Growing comes first and once: a repair re-noises slots of the canvas it has.
+        if self._grow_round(run) and not (yield from self._denoise_round(run, cancelled)):
+            return
+        report = self._check(run)
+        for _ in range(self.settings.repair_rounds):
+            if report.valid:
+                break
+            self._repair_round(run, report)
+            if not (yield from self._denoise_round(run, cancelled)):
+                return
+            report = self._check(run)
+        yield self._answer(run, report)
+
+    def _begin(self, request: InfillRequest, start_text: str | None) -> _Completion:
+        """The prefix encoded (its cache reused where it can be) and the first canvas laid out."""
+        spec, ids = self.loaded.spec, self.loaded.ids
         context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
                                  spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
         started = time.perf_counter()
-        cache = self.prefix_cache.encode(model, context.prefix_ids)
+        cache = self.prefix_cache.encode(self.loaded.model, context.prefix_ids)
         prefill_ms = (time.perf_counter() - started) * 1000
         slots = self.settings.max_gap_tokens or spec.gap_slots
         first = self.settings.first_gap_tokens
@@ -113,52 +161,66 @@ class InfillEngine:
         grow_to, slots = (slots, first) if first and first < slots and not start_text else (None, slots)
         layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
         gap = layout.gaps[0]
-        start = self._warm_start(layout, context, start_text)
-        processors = self._processors(context, gap)
+        return _Completion(request, context, cache, prefill_ms, layout, self._warm_start(layout, context, start_text),
+                           self._processors(context, gap), self.settings.denoise, grow_to, SlotLogprobs(gap))
 
-        step, entropy, repairs = 0, 0.0, 0
-        chosen, passes = SlotLogprobs(gap), PassLog()
-        denoise_settings = self.settings.denoise
-        while True:
-            last: Step | None = None
-            line_ended = False
-            for last in denoise(model, cache, layout, ids, denoise_settings, noise=spec.noise,
-                                start=start, processors=processors, cancelled=cancelled):
-                step, entropy = step + 1, float(last.mean_entropy[0])
-                chosen.observe(last.logits[0], last.argmax[0], last.live[0])
-                passes.observe(last, gap, ids.end)
-                shown = self._draft_tokens(last, gap)
-                yield Draft(self._text(shown, context, request), step, entropy, final=False, prefill_ms=prefill_ms)
-                if line_ended := self._line_ended(shown, context, request):
-                    break
-            if cancelled() or last is None:
-                return
-            if grow_to and not line_ended and ids.end not in last.argmax[0, gap.start : gap.stop]:
-                # The gap filled without END: the trained size, its first slots holding what was written.
-                layout = canvas_layout.completion_canvas(context.suffix_ids, grow_to, spec.suffix_head, ids)
-                start = torch.tensor([layout.tokens], device=last.argmax.device)
-                start[0, gap.start : gap.stop] = last.argmax[0, gap.start : gap.stop]
-                gap, grow_to = layout.gaps[0], None
-                processors = self._processors(context, gap)
-                chosen.grow(gap)
-                continue
-            # Slots still masked at the step limit take their argmax: a guess, but the best one.
-            tokens = canvas_layout.insertion(last.argmax[0].tolist(), gap, ids)
-            text = self._text(tokens, context, request)
-            report = closure.check(request.prefix, text, request.suffix, request.language)
-            if report.valid:
-                yield self._final(text, chosen.first(len(tokens) + 1), request, False, step, entropy, prefill_ms,
-                                  passes.counts())
-                return
-            if repairs == self.settings.repair_rounds:
+    def _denoise_round(self, run: _Completion, cancelled: Callable[[], bool]) -> Generator[Draft, None, bool]:
+        """One pass of the sampler over the current canvas, a Draft per step, stopping early when a
+        wanted single line has ended. False: cancelled, or the pass took no step (nothing to answer)."""
+        run.last, run.line_ended = None, False
+        for last in denoise(self.loaded.model, run.cache, run.layout, self.loaded.ids, run.denoise,
+                            noise=self.loaded.spec.noise, start=run.start, processors=run.processors,
+                            cancelled=cancelled):
+            run.last, run.step, run.entropy = last, run.step + 1, float(last.mean_entropy[0])
+            run.chosen.observe(last.logits[0], last.argmax[0], last.live[0])
+            run.passes.observe(last, run.gap, self.loaded.ids.end)
+            shown = self._draft_tokens(last, run.gap)
+            yield Draft(self._text(shown, run.context, run.request), run.step, run.entropy, final=False,
+                        prefill_ms=run.prefill_ms)
+            run.line_ended = self._line_ended(shown, run.context, run.request)
+            if run.line_ended:
                 break
-            repairs += 1
-            grow_to = None  # a repair re-noises slots of this canvas; it never grows
-            start = self._renoise_from(last.argmax, layout, context, report.first_bad_offset())
-            denoise_settings = self.settings.repair_settings()
-        text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
-        yield self._final(text, chosen.first(len(tokens) + 1), request, True, step, entropy, prefill_ms,
-                          passes.counts())
+        return not cancelled() and run.last is not None
+
+    def _grow_round(self, run: _Completion) -> bool:
+        """When the short first gap filled without END, the trained size, its first slots holding
+        what was written, ready for one more pass. False: nothing to grow."""
+        argmax, gap = run.last.argmax, run.gap
+        if not run.grow_to or run.line_ended or self.loaded.ids.end in argmax[0, gap.start : gap.stop]:
+            return False
+        spec = self.loaded.spec
+        run.layout = canvas_layout.completion_canvas(run.context.suffix_ids, run.grow_to, spec.suffix_head,
+                                                     self.loaded.ids)
+        run.start = torch.tensor([run.layout.tokens], device=argmax.device)
+        run.start[0, gap.start : gap.stop] = argmax[0, gap.start : gap.stop]
+        run.processors = self._processors(run.context, run.gap)
+        run.chosen.grow(run.gap)
+        return True
+
+    def _check(self, run: _Completion) -> closure.ClosureReport:
+        """The last pass's insertion and whether it keeps closure. Slots still masked at the step
+        limit take their argmax: a guess, but the best one."""
+        run.tokens = canvas_layout.insertion(run.last.argmax[0].tolist(), run.gap, self.loaded.ids)
+        run.text = self._text(run.tokens, run.context, run.request)
+        return closure.check(run.request.prefix, run.text, run.request.suffix, run.request.language)
+
+    def _repair_round(self, run: _Completion, report: closure.ClosureReport) -> None:
+        """The draft re-noised from the slot that breaks closure, for a shorter pass on this canvas."""
+        run.start = self._renoise_from(run.last.argmax, run.layout, run.context, report.first_bad_offset())
+        run.denoise = self.settings.repair_settings()
+
+    def _answer(self, run: _Completion, report: closure.ClosureReport) -> Draft:
+        """The final draft: the insertion when it keeps closure, else its longest valid prefix, with
+        its evidence and (when the checkpoint is calibrated) its confidence."""
+        cut = not report.valid
+        if cut:
+            text = longest_valid(self.loaded.tokenizer, run.tokens, run.context.healed, self.settings, run.request)
+        else:
+            text = run.text
+        logprobs = run.chosen.first(len(run.tokens) + 1)  # the insertion's tokens and its END
+        found, confidence = assess(self.calibration, logprobs, text, run.request.prefix, cut)
+        return Draft(text, run.step, run.entropy, final=True, valid=True, prefill_ms=run.prefill_ms,
+                     confidence=confidence, evidence=found, passes=run.passes.counts())
 
     def judged_draft(self, request: InfillRequest) -> Draft | None:
         """The best line copied from the code as the model judges it, when its estimate clears the
@@ -179,13 +241,6 @@ class InfillEngine:
         if not closure.check(request.prefix, best.text, request.suffix, request.language).valid:
             return None
         return Draft(best.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
-
-    def _final(self, text: str, logprobs: list[float], request: InfillRequest, cut: bool, step: int,
-               entropy: float, prefill_ms: float, passes: PassCounts) -> Draft:
-        """The final draft, with its evidence and (when the checkpoint is calibrated) its confidence."""
-        found, confidence = assess(self.calibration, logprobs, text, request.prefix, cut)
-        return Draft(text, step, entropy, final=True, valid=True, prefill_ms=prefill_ms, confidence=confidence,
-                     evidence=found, passes=passes)
 
     def _line_ended(self, shown: list[int], context: EncodedContext, request: InfillRequest) -> bool:
         """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the
