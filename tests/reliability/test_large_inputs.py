@@ -114,6 +114,8 @@ def test_a_frame_announcing_a_terabyte_is_not_allocated(tiny_model_dir, tmp_path
     its body: it must neither allocate the announced size nor exit."""
     server = start_server(tiny_model_dir, tmp_path)
     try:
+        # the model stack loads on the engine thread after initialize: measure once it is in
+        server.wait_for(lambda m: m.get("method") == "infill/status" and m["params"]["state"] == "ready")
         before = rss_bytes(server.pid)
         server.write(b"Content-Length: 1000000000000\r\n\r\n" + b"x" * (8 * MB))
         server.write(frame(b'{"jsonrpc": "2.0", "id": 1, "method": "shutdown"}'))  # read as part of that body

@@ -51,18 +51,21 @@ def _never() -> bool:
 def _parse(source: bytes, cancelled: Callable[[], bool]) -> Node:
     """The tree of `source`, read in chunks: the parser holds the GIL while it runs, and between two
     reads other threads (the language server's event loop) get their turn, and `cancelled` is asked;
-    one call on 10 MB held the GIL for seconds."""
+    one call on 10 MB held the GIL for seconds. A stop ends the input there (an exception raised in
+    the read callback does not always come back out of the parser) and raises Cancelled after it."""
+    stopped = False
+
     def read(byte: int, _) -> bytes:
-        if cancelled():
-            raise Cancelled
-        return source[byte : byte + _PARSE_CHUNK]
+        nonlocal stopped
+        stopped = stopped or cancelled()
+        return b"" if stopped else source[byte : byte + _PARSE_CHUNK]
 
     parser = _json_parser()
-    try:
-        return parser.parse(read).root_node
-    except Cancelled:
+    tree = parser.parse(read)
+    if stopped:
         parser.reset()  # else its next parse would resume this one
-        raise
+        raise Cancelled
+    return tree.root_node
 
 
 def damage(text: str, cancelled: Callable[[], bool] = _never) -> list[Damage]:
