@@ -219,7 +219,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
                  settings.document_drafts, settings.quiet_after)
     window = ModelText.of(where.prefix, where.suffix)
-    others = tuple(ModelText.of(bounded(other.text, "")[0], "").prefix for other in ls.documents.others(document))
+    # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
+    copies_lines = ls.worker.judges_lines and settings.document_drafts
+    others = tuple(ModelText.of(bounded(other.text, "")[0], "").prefix
+                   for other in ls.documents.others(document)) if copies_lines else ()
     request = InfillRequest(window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked",
                             others=others)
     try:
