@@ -10,6 +10,7 @@ from diffusion_infill.lsp.diagnostics import diagnose
 from diffusion_infill.lsp.documents import Document
 from diffusion_infill.lsp.languages import SOURCE
 from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.rope import Rope
 from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE
 
 
@@ -25,35 +26,35 @@ def offered(document: Document, request: types.CodeActionParams) -> list[tuple[s
 
 
 def test_a_selection_in_python_is_offered_regenerate_only():
-    document = Document("file:///a.py", "python", 1, "x = [1, 2]\n")
+    document = Document("file:///a.py", "python", 1, Rope("x = [1, 2]\n"))
     assert offered(document, params(document, 0, 10)) == [("regenerate", 0, 10)]
 
 
 def test_a_json_looking_selection_anywhere_is_offered_fix_json():
     text = "Notes\n\n{'a': 1}\n"
-    document = Document("file:///a.md", "markdown", 1, text)
+    document = Document("file:///a.md", "markdown", 1, Rope(text))
     start = text.index("{")
     assert offered(document, params(document, start, start + 8)) == [
         ("json", start, start + 8), ("regenerate", start, start + 8)]  # no Markdown rule is broken
 
 
 def test_a_selection_with_nothing_to_fix_is_not_offered_a_fix():
-    markdown = Document("file:///a.md", "markdown", 1, "# Title\n\nSome *good* text.\n")
+    markdown = Document("file:///a.md", "markdown", 1, Rope("# Title\n\nSome *good* text.\n"))
     assert offered(markdown, params(markdown, 0, len(markdown.text))) == [("regenerate", 0, len(markdown.text))]
-    broken = Document("file:///b.md", "markdown", 1, "Some *open text.\n")
+    broken = Document("file:///b.md", "markdown", 1, Rope("Some *open text.\n"))
     assert ("markdown", 0, 16) in offered(broken, params(broken, 0, 16))
-    valid = Document("file:///a.json", "json", 1, '{"a": [1, 2]}')
+    valid = Document("file:///a.json", "json", 1, Rope('{"a": [1, 2]}'))
     assert offered(valid, params(valid, 0, len(valid.text))) == [("regenerate", 0, len(valid.text))]
 
 
 def test_a_selection_in_jsonc_is_offered_the_fix_that_keeps_comments():
-    document = Document("file:///settings.json", "jsonc", 1, '{"a": 1, // one\n}')
+    document = Document("file:///settings.json", "jsonc", 1, Rope('{"a": 1, // one\n}'))
     assert offered(document, params(document, 0, 5)) == [("jsonc", 0, 5), ("regenerate", 0, 5)]
 
 
 def test_a_json_diagnostic_targets_the_whole_document_and_is_not_a_selection():
     text = '{"a": 1,}'
-    document = Document("file:///a.json", "json", 1, text)
+    document = Document("file:///a.json", "json", 1, Rope(text))
     [diagnostic, *_] = diagnose(document, "utf-16")
     request = params(document, 0, 0, [diagnostic])
     request.range = diagnostic.range  # the client points at the diagnostic itself
@@ -62,7 +63,7 @@ def test_a_json_diagnostic_targets_the_whole_document_and_is_not_a_selection():
 
 def test_a_markdown_diagnostic_targets_its_lines():
     text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\nend\n"
-    document = Document("file:///a.md", "markdown", 1, text)
+    document = Document("file:///a.md", "markdown", 1, Rope(text))
     [diagnostic] = diagnose(document, "utf-16")
     assert diagnostic.source == SOURCE
     table_start, table_end = text.index("| a"), text.index("| 1 |") + len("| 1 |")
@@ -71,7 +72,7 @@ def test_a_markdown_diagnostic_targets_its_lines():
 
 def test_markdown_diagnostics_and_the_selection_are_one_fix_over_all_of_them():
     text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\n```python\nprint(1)\n"
-    document = Document("file:///a.md", "markdown", 1, text)
+    document = Document("file:///a.md", "markdown", 1, Rope(text))
     table, fence = diagnose(document, "utf-16")
     start = text.index("| a")
     [(name, first, last)] = offered(document, params(document, len(text), len(text), [table, fence]))
@@ -83,13 +84,13 @@ def test_markdown_diagnostics_and_the_selection_are_one_fix_over_all_of_them():
 
 
 def test_only_filters_by_kind_prefix():
-    document = Document("file:///a.json", "json", 1, '{"a": 1,}')
+    document = Document("file:///a.json", "json", 1, Rope('{"a": 1,}'))
     assert offered(document, params(document, 0, 9, only=[types.CodeActionKind.Refactor])) == [("regenerate", 0, 9)]
     assert offered(document, params(document, 0, 9, only=[types.CodeActionKind.QuickFix])) == [("json", 0, 9)]
 
 
 def test_other_servers_diagnostics_are_ignored():
-    document = Document("file:///a.json", "json", 1, '{"a": 1}')
+    document = Document("file:///a.json", "json", 1, Rope('{"a": 1}'))
     foreign = types.Diagnostic(range=types.Range(types.Position(0, 0), types.Position(0, 1)), message="x",
                                source="another-server")
     assert offered(document, params(document, 0, 0, [foreign])) == []
@@ -110,15 +111,15 @@ def test_kept_results_are_bounded_and_the_least_recent_goes_first():
 
 def test_a_diagnostic_from_before_the_document_shrank_is_ignored():
     text = "# T\n\n| a | b |\n|---|---|\n| 1 |\n\nend\n"
-    [diagnostic] = diagnose(Document("file:///a.md", "markdown", 1, text), "utf-16")
-    shrunk = Document("file:///a.md", "markdown", 2, "# T\n")
+    [diagnostic] = diagnose(Document("file:///a.md", "markdown", 1, Rope(text)), "utf-16")
+    shrunk = Document("file:///a.md", "markdown", 2, Rope("# T\n"))
     assert offered(shrunk, params(shrunk, 0, 0, [diagnostic])) == []
 
 
 def test_the_repair_and_the_closure_check_see_a_bounded_window_of_a_big_document():
     line = '  {"name": "x", "value": 1},\n'
     text = "[\n" + line * 20_000 + '  {"name": "y", "value": },\n' + line * 20_000 + "]\n"
-    document = Document("file:///big.json", "json", 1, text)
+    document = Document("file:///big.json", "json", 1, Rope(text))
     start = text.index('"value": }') + len('"value": ')
     around = surroundings(document, Target(ACTIONS["json"], start, start))
     assert 0 < len(around.before) <= MAX_BEFORE and 0 < len(around.after) <= MAX_AFTER

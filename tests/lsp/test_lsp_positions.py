@@ -1,5 +1,6 @@
 """Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK."""
 
+import tracemalloc
 from unittest import mock
 
 import pytest
@@ -60,9 +61,9 @@ def test_incremental_changes_apply_in_order():
         TextDocumentContentChangePartial(range=Range(Position(1, 6), Position(1, 7)), text="x, '😀'"),
     ], UTF16)
     document = documents.get("file:///a.py")
-    assert (document.version, document.text) == (2, "x = '😀中文'\nprint(x, '😀')\n")
+    assert (document.version, str(document.text)) == (2, "x = '😀中文'\nprint(x, '😀')\n")
     documents.change("file:///a.py", 3, [TextDocumentContentChangeWholeDocument(text="new")], UTF16)
-    assert documents.get("file:///a.py").text == "new"
+    assert str(documents.get("file:///a.py").text) == "new"
 
 
 def test_unknown_document():
@@ -112,3 +113,34 @@ def test_conversions_at_the_end_of_a_long_line_after_a_wide_character(encoding, 
     if encoding == UTF8:
         with pytest.raises(PositionError):
             lines.offset(Position(0, units_before + length + 1), encoding)  # inside "中"
+
+
+@pytest.mark.parametrize("block", [1, 2])
+def test_line_starts_after_an_edit_across_blocks(monkeypatch, block):
+    monkeypatch.setattr(positions, "BLOCK", block)  # edits that join, split and shift blocks
+    text = "a\r\nb\rc\nd\n\ne\r\r\n"
+    lines = Lines(text)
+    for start in range(len(text) + 1):
+        for end in range(start, len(text) + 1):
+            for inserted in BREAKS:
+                after = text[:start] + inserted + text[end:]
+                edited = lines.edited(start, end, inserted, after)
+                assert list(edited.starts) == list(Lines(after).starts), (start, end, inserted)
+                for offset in range(len(after) + 1):
+                    line = edited.position(offset, UTF32).line
+                    assert edited.start(line) <= offset and (line + 1 == len(edited) or offset < edited.start(line + 1))
+
+
+def test_a_keystroke_in_a_file_of_240000_lines_copies_a_block_of_line_starts_not_all():
+    text = "x = 1\n" * 240_000
+    lines = Lines(text)
+    middle = len(text) // 2
+    after = text[:middle] + "y\n" + text[middle:]
+    tracemalloc.start()
+    try:
+        edited = lines.edited(middle, middle, "y\n", after)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(edited) == 240_002 and edited.line(120_000) == "y" and edited.line(120_001) == "x = 1"
+    assert peak < 3 * 2 * positions.BLOCK * 8 + 100_000  # all starts would be 1.9 MB, twice

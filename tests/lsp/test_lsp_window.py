@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from diffusion_infill.lsp.items import placement
+from diffusion_infill.lsp.rope import Rope
 from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE, ModelText, bounded
 
 LINE = "    value = compute(value, 12)  # a line of code\n"
@@ -13,8 +14,9 @@ TEXT = LINE * (3 * MAX_BEFORE // len(LINE)) + "x" * (MAX_BEFORE + 5) + "\n" + LI
 
 @pytest.mark.parametrize("cursor", [0, 17, MAX_BEFORE - 1, MAX_BEFORE, MAX_BEFORE + 1, 2 * MAX_BEFORE + 3,
                                     len(TEXT) - MAX_AFTER - 1, len(TEXT) - 60, len(TEXT) - 3, len(TEXT)])
-def test_the_window_is_the_one_bounded_cuts_from_the_whole_text(cursor):
-    where = placement(TEXT, cursor)
+@pytest.mark.parametrize("kept_as", [str, Rope])
+def test_the_window_is_the_one_bounded_cuts_from_the_whole_text(cursor, kept_as):
+    where = placement(kept_as(TEXT), cursor)
     assert (where.prefix, where.suffix) == bounded(TEXT[:cursor], TEXT[cursor:])
 
 

@@ -62,14 +62,15 @@ class _Found:
 
 
 def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
-    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and document.text.strip():
-        jsonc = document.language_id in JSONC_LANGUAGES
-        text = jsonfix.strip_jsonc(document.text) if jsonc else document.text  # same offsets
+    text = str(document.text)
+    if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and text.strip():
+        if document.language_id in JSONC_LANGUAGES:
+            text = jsonfix.strip_jsonc(text)  # same offsets
         return [_Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
                 for item in jsonfix.damage(text, cancelled)]
     if document.language_id in MARKDOWN_LANGUAGES:
         return [_Found(problem.start, problem.end, problem.message, types.DiagnosticSeverity.Warning,
-                       f"markdown-{problem.rule}") for problem in markdown_rules.problems(document.text)]
+                       f"markdown-{problem.rule}") for problem in markdown_rules.problems(text)]
     return []
 
 

@@ -16,7 +16,8 @@ from lsprotocol.types import Command, InlineCompletionItem, Range
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
 from diffusion_infill.lsp.positions import Lines
-from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE, bounded
+from diffusion_infill.lsp.rope import Rope
+from diffusion_infill.lsp.window import around
 
 
 @dataclass(frozen=True)
@@ -34,16 +35,14 @@ class Placement:
         return self.lead + completion + self.trail
 
 
-def placement(text: str, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:
+def placement(text: str | Rope, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:
     """Where a completion at `cursor` goes; `selected` is the menu entry (start, end, text). The prefix
-    and suffix are the bounded window (lsp.window), sliced from the text without copying the rest of it."""
+    and suffix are the bounded window (lsp.window)."""
     start, end, lead = cursor, cursor, ""
     if selected is not None:
         start, end, lead = selected[0], max(selected[1], cursor), selected[2]
-    # One character more than the window on each side: `bounded` then cuts where it would in the whole text.
-    after = text[end : end + MAX_AFTER + 1]
-    prefix, suffix = bounded(text[max(0, start - MAX_BEFORE - 1) : start] + lead, after)
-    trail = auto_paired_closers(after, 0)
+    prefix, suffix = around(text, start, end, lead)
+    trail = auto_paired_closers(suffix, 0)
     return Placement(prefix=prefix, suffix=suffix, start=start, end=end + len(trail), lead=lead, trail=trail)
 
 

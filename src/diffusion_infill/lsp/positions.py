@@ -9,10 +9,16 @@ line number after them (pygls' own text document uses it, hence this module).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
+
 import numpy as np
 from lsprotocol.types import Position
 
+from diffusion_infill.lsp.rope import Rope
+
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+BLOCK = 4_096  # line starts in a block of Lines
 _CODECS = {UTF8: ("utf-8", 1), UTF16: ("utf-16-le", 2)}  # Python codec, bytes per code unit
 
 
@@ -28,7 +34,7 @@ def units(text: str, encoding: str) -> int:
     return len(text.encode(codec, "surrogatepass")) // width
 
 
-def _starts_after_breaks(text: str, low: int, high: int) -> np.ndarray:
+def _starts_after_breaks(text: str | Rope, low: int, high: int) -> np.ndarray:
     """The line starts `x` with low < x <= high: each right after a "\n", or after a "\r" that no
     "\n" follows. One vectorised pass over text[low:high + 1] (the last character only tells
     whether a "\r" just before it is half of a "\r\n")."""
@@ -43,48 +49,77 @@ def _starts_after_breaks(text: str, low: int, high: int) -> np.ndarray:
     return ends[ends < high - low] + (low + 1)
 
 
+def _blocked(starts: np.ndarray, most: int) -> tuple[list[np.ndarray], list[int]]:
+    """Line starts in blocks of BLOCK (one block when there are at most `most`), each block relative
+    to its first start, and those first starts."""
+    size = BLOCK if len(starts) > most else len(starts)
+    bases = [int(starts[i]) for i in range(0, len(starts), size)]
+    return [starts[i * size : (i + 1) * size] - base for i, base in enumerate(bases)], bases
+
+
 class Lines:
     """Where each line of a text starts, for position <-> offset conversion.
 
     The starts are found in one vectorised pass, and after an edit only around the edit
-    (`edited`): a keystroke in a 5 MB file costs a copy of the starts array, not a scan.
+    (`edited`). They are kept in blocks of about BLOCK lines, each relative to its first line's
+    start, so an edit rebuilds the block it falls in and moves the later blocks' bases: a
+    keystroke in a 240,000-line file copies a few thousand starts, not all of them.
     Conversions within a line take an ASCII fast path (no slicing at all when the whole text
     is ASCII) and otherwise one encode of the part of the line they need, in C.
     """
 
-    def __init__(self, text: str, starts: np.ndarray | None = None):
+    def __init__(self, text: str | Rope, blocks: list[np.ndarray] | None = None, bases: list[int] | None = None):
         self.text = text
-        # the offset of each line's first character
-        self.starts = np.concatenate(([0], _starts_after_breaks(text, 0, len(text)))) if starts is None else starts
+        if blocks is None or bases is None:
+            blocks, bases = _blocked(np.concatenate(([0], _starts_after_breaks(text, 0, len(text)))), BLOCK)
+        self._blocks, self._bases = blocks, bases  # block b's line starts are bases[b] + blocks[b]
+        self._firsts = [0, *accumulate(map(len, blocks))]  # block b's first line; then the count
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return self._firsts[-1]
+
+    @property
+    def starts(self) -> np.ndarray:
+        """The offset of each line's first character."""
+        return np.concatenate([block + base for block, base in zip(self._blocks, self._bases, strict=True)])
 
     def start(self, index: int) -> int:
-        return int(self.starts[index])
+        block = bisect_right(self._firsts, index) - 1
+        return self._bases[block] + int(self._blocks[block][index - self._firsts[block]])
 
     def end(self, index: int) -> int:
         """The offset of line `index`'s end, before its line break."""
-        if index + 1 >= len(self.starts):
+        if index + 1 >= len(self):
             return len(self.text)
-        following = int(self.starts[index + 1])
+        following = self.start(index + 1)
         return following - (2 if self.text[following - 2 : following] == "\r\n" else 1)
 
     def line(self, index: int) -> str:
         """The text of line `index`, without its line break."""
         return self.text[self.start(index) : self.end(index)]
 
-    def edited(self, start: int, end: int, inserted: str, text: str) -> Lines:
+    def _line_of(self, offset: int) -> int:
+        """The index of the line holding `offset`."""
+        block = bisect_right(self._bases, offset) - 1
+        return self._firsts[block] + int(np.searchsorted(self._blocks[block], offset - self._bases[block], "right")) - 1
+
+    def edited(self, start: int, end: int, inserted: str, text: str | Rope) -> Lines:
         """The lines of `text`, which is this text with [start, end) replaced by `inserted`.
 
         A start depends only on the two characters around it, so those before the edit stay,
         those after it shift, and only the edit's own span (and one character either side, where
         a "\r" and a "\n" may join or part) is scanned.
         """
-        low, high = max(start - 1, 0), start + len(inserted)
-        before = self.starts[: np.searchsorted(self.starts, low, "right")]
-        after = self.starts[np.searchsorted(self.starts, end + 1, "left") :] + (high - end)
-        return Lines(text, np.concatenate((before, _starts_after_breaks(text, low, high), after)))
+        low, high, shift = max(start - 1, 0), start + len(inserted), start + len(inserted) - end
+        # The blocks from the one holding `low` to the one holding `end`: before them every start
+        # is at most `low` (kept), after them every start is past `end` (shifted with their base).
+        first, last = bisect_right(self._bases, low) - 1, bisect_right(self._bases, end) - 1
+        touched = np.concatenate([self._blocks[b] + self._bases[b] for b in range(first, last + 1)])
+        before = touched[: np.searchsorted(touched, low, "right")]
+        after = touched[np.searchsorted(touched, end + 1, "left") :] + shift
+        blocks, bases = _blocked(np.concatenate((before, _starts_after_breaks(text, low, high), after)), 2 * BLOCK)
+        return Lines(text, [*self._blocks[:first], *blocks, *self._blocks[last + 1 :]],
+                     [*self._bases[:first], *bases, *(base + shift for base in self._bases[last + 1 :])])
 
     def offset(self, position: Position, encoding: str, clamp_line: bool = False) -> int:
         """The offset in `text` of `position`.
@@ -115,7 +150,7 @@ class Lines:
         """The position of `offset` in `text`, in `encoding` units."""
         if not 0 <= offset <= len(self.text):
             raise PositionError(f"offset {offset} is outside the text")
-        line = int(np.searchsorted(self.starts, offset, "right")) - 1
+        line = self._line_of(offset)
         start = self.start(line)
         # An offset between "\r" and "\n" is not a position; it belongs to the line's end.
         column = min(offset, self.end(line)) - start

@@ -39,7 +39,7 @@ from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from diffusion_infill.lsp.window import ModelText, bounded
+from diffusion_infill.lsp.window import ModelText, around
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
 
 DRAFT_NOTIFICATION = "infill/draft"
@@ -221,7 +221,7 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     window = ModelText.of(where.prefix, where.suffix)
     # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
     copies_lines = ls.worker.judges_lines and settings.document_drafts
-    others = tuple(ModelText.of(bounded(other.text, "")[0], "").prefix
+    others = tuple(ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
                    for other in ls.documents.others(document)) if copies_lines else ()
     request = InfillRequest(window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked",
                             others=others)

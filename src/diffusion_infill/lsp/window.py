@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from diffusion_infill.lsp.rope import Rope
+
 MAX_BEFORE = 32_768  # characters before the cursor
 MAX_AFTER = 8_192  # characters after it
 
@@ -28,6 +30,12 @@ def bounded(prefix: str, suffix: str, max_before: int = MAX_BEFORE, max_after: i
         newline = suffix.rfind("\n", 1, max_after)
         suffix = suffix[: newline + 1 if newline != -1 else max_after]
     return prefix, suffix
+
+
+def around(text: str | Rope, start: int, end: int, lead: str = "") -> tuple[str, str]:
+    """`bounded(text[:start] + lead, text[end:])`, slicing only the window's worth of `text`: one
+    character more than the window on each side, so `bounded` cuts where it would in the whole text."""
+    return bounded(text[max(0, start - MAX_BEFORE - 1) : start] + lead, text[end : end + MAX_AFTER + 1])
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
