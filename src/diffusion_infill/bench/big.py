@@ -84,7 +84,6 @@ class Session:
 
     def __init__(self) -> None:
         self.client = LanguageClient("big-documents-bench", "1")
-        self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
         self.published: dict[tuple[str, int], asyncio.Future] = {}
         self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda ls, params: self._published(params))
@@ -109,15 +108,16 @@ class Session:
 
     def open(self, case: Case) -> str:
         uri = f"file:///bench/{case.name}.{'json' if case.language == 'json' else 'py'}"
-        self.texts[uri], self.versions[uri] = case.text, 1
+        self.versions[uri] = 1
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(
             types.TextDocumentItem(uri, case.language, 1, case.text)))
         return uri
 
-    async def keystroke(self, uri: str, offset: int, char: str) -> float:
-        """Milliseconds from sending one typed character to the answer of the completion request after it."""
-        at = _position(self.texts[uri], offset)
-        self.texts[uri] = self.texts[uri][:offset] + char + self.texts[uri][offset:]
+    async def keystroke(self, uri: str, at: types.Position, char: str) -> float:
+        """Milliseconds from sending one character typed at `at` to the answer of the completion request after it.
+
+        The bench keeps no copy of the text: it types on one line, so each position follows from the
+        last (a client copying a 10 MB string per keystroke would time its own memory traffic too)."""
         self.versions[uri] += 1
         cursor = types.Position(at.line, at.character + 1)
         started = time.perf_counter()
@@ -129,8 +129,8 @@ class Session:
             text_document=types.TextDocumentIdentifier(uri), position=cursor))
         return (time.perf_counter() - started) * 1000
 
-    async def type(self, uri: str, offset: int, count: int) -> list[float]:
-        return [await self.keystroke(uri, offset + i, "x") for i in range(count)]
+    async def type(self, uri: str, at: types.Position, count: int) -> list[float]:
+        return [await self.keystroke(uri, _right(at, i), "x") for i in range(count)]
 
     def peak_rss_mb(self) -> float:
         status = Path(f"/proc/{self.client._server.pid}/status").read_text()
@@ -143,9 +143,13 @@ class Session:
 
 
 def _position(text: str, offset: int) -> types.Position:
-    """The UTF-16 position of `offset`, without scanning the whole text (the bench's documents are ASCII)."""
+    """The UTF-16 position of `offset` (the bench's documents are ASCII)."""
     line = text.count("\n", 0, offset)
     return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+
+
+def _right(at: types.Position, characters: int) -> types.Position:
+    return types.Position(at.line, at.character + characters)
 
 
 def timings(values: list[float]) -> dict:
@@ -158,9 +162,9 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
     with tempfile.TemporaryDirectory() as state:
         await session.start(Path(state))
         small, *big = documents
-        small_uri = session.open(small)
-        await session.type(small_uri, small.cursor, keystrokes)  # warm up: imports, first requests
-        results[small.name] = timings(await session.type(small_uri, small.cursor + keystrokes, keystrokes))
+        small_uri, small_at = session.open(small), _position(small.text, small.cursor)
+        await session.type(small_uri, small_at, keystrokes)  # warm up: imports, first requests
+        results[small.name] = timings(await session.type(small_uri, _right(small_at, keystrokes), keystrokes))
         for case in big:
             uri = session.open(case)
             opened = time.perf_counter()
@@ -168,10 +172,10 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
             if case.language == "json":  # typing in the small file while the big one is diagnosed
                 diagnosed = session.diagnostics(uri, 1)
                 while not diagnosed.done():
-                    typed_meanwhile.append(await session.keystroke(small_uri, small.cursor, "y"))
+                    typed_meanwhile.append(await session.keystroke(small_uri, small_at, "y"))
                 arrived, diagnostics = await diagnosed
             results[case.name] = {"characters": len(case.text), "lines": case.text.count("\n") + 1,
-                                  **timings(await session.type(uri, case.cursor, keystrokes))}
+                                  **timings(await session.type(uri, _position(case.text, case.cursor), keystrokes))}
             if case.language == "json":
                 results[case.name].update({
                     "diagnostics_s": round(arrived - opened, 2), "diagnostics_published": len(diagnostics),
