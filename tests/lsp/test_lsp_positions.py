@@ -74,8 +74,10 @@ def test_unknown_document():
 BREAKS = ["", "x", "\n", "\r", "\r\n", "x\ry", "\n\r", "😀\r"]
 
 
-@pytest.mark.parametrize("text", ["a\r\nb\rc\nd", "\r\r\n\n", "😀\r\n中\r"])
-def test_line_starts_after_an_edit_are_those_of_the_new_text(text):
+@pytest.mark.parametrize("block", [positions.BLOCK, 1, 2])  # small blocks: edits join, split and shift them
+@pytest.mark.parametrize("text", ["a\r\nb\rc\nd", "\r\r\n\n", "😀\r\n中\r", "a\r\nb\rc\nd\n\ne\r\r\n"])
+def test_line_starts_after_an_edit_are_those_of_the_new_text(monkeypatch, block, text):
+    monkeypatch.setattr(positions, "BLOCK", block)
     # every place and span, with inserts that join or part a "\r" and a "\n" at either edge
     lines = Lines(text)
     for start in range(len(text) + 1):
@@ -84,6 +86,9 @@ def test_line_starts_after_an_edit_are_those_of_the_new_text(text):
                 after = text[:start] + inserted + text[end:]
                 edited = lines.edited(start, end, inserted, after)
                 assert list(edited.starts) == list(Lines(after).starts), (start, end, inserted)
+                for offset in range(len(after) + 1):
+                    line = edited.position(offset, UTF32).line
+                    assert edited.start(line) <= offset and (line + 1 == len(edited) or offset < edited.start(line + 1))
 
 
 def test_a_keystroke_in_a_big_document_scans_only_around_the_edit():
@@ -113,22 +118,6 @@ def test_conversions_at_the_end_of_a_long_line_after_a_wide_character(encoding, 
     if encoding == UTF8:
         with pytest.raises(PositionError):
             lines.offset(Position(0, units_before + length + 1), encoding)  # inside "中"
-
-
-@pytest.mark.parametrize("block", [1, 2])
-def test_line_starts_after_an_edit_across_blocks(monkeypatch, block):
-    monkeypatch.setattr(positions, "BLOCK", block)  # edits that join, split and shift blocks
-    text = "a\r\nb\rc\nd\n\ne\r\r\n"
-    lines = Lines(text)
-    for start in range(len(text) + 1):
-        for end in range(start, len(text) + 1):
-            for inserted in BREAKS:
-                after = text[:start] + inserted + text[end:]
-                edited = lines.edited(start, end, inserted, after)
-                assert list(edited.starts) == list(Lines(after).starts), (start, end, inserted)
-                for offset in range(len(after) + 1):
-                    line = edited.position(offset, UTF32).line
-                    assert edited.start(line) <= offset and (line + 1 == len(edited) or offset < edited.start(line + 1))
 
 
 def test_a_keystroke_in_a_file_of_240000_lines_copies_a_block_of_line_starts_not_all():
