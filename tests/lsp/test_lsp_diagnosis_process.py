@@ -7,10 +7,13 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
 import pytest
+from processes import running
 
 from diffusion_infill.lsp.diagnosis_process import DiagnosisProcess, WorkerDied
 
@@ -82,3 +85,37 @@ async def test_a_killed_worker_is_logged_once_and_the_next_computation_starts_an
     assert len(errors) == 1 and "ended while computing" in errors[0].getMessage()
     assert await process.run("next", stopped_already) is False
     assert await process.run("pid", own_pid) != killed
+
+
+# Python exits (asyncio.run returns) while a computation is under way, with nothing shut down.
+EXITS_MIDWAY = """
+import asyncio, logging, multiprocessing, threading
+from diffusion_infill.bench.big import broken_json_line
+from diffusion_infill.lsp.diagnostics import Payload, _diagnose_payload
+from diffusion_infill.lsp.diagnosis_process import DiagnosisProcess, log
+
+class Sent(logging.Handler):
+    def emit(self, record):
+        if "sent to the diagnostics process" in record.getMessage():
+            sent.set()
+
+async def main():
+    payload = Payload("file:///x.json", "json", 1, broken_json_line(14_000_000, damage_every=1), "utf-16")
+    asyncio.ensure_future(DiagnosisProcess().run("owner", _diagnose_payload, payload))
+    assert await asyncio.to_thread(sent.wait, 60)
+    print(*[child.pid for child in multiprocessing.active_children()])
+
+sent = threading.Event()
+logging.basicConfig()  # warnings and errors on stderr, as `serve` logs them
+logging.root.handlers[0].setLevel(logging.WARNING)
+log.setLevel(logging.DEBUG)
+log.addHandler(Sent())
+asyncio.run(main())
+"""
+
+
+def test_python_exits_during_a_computation_at_once_silently_and_without_the_worker():
+    run = subprocess.run([sys.executable, "-c", EXITS_MIDWAY], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    [worker] = map(int, run.stdout.split())
+    assert not running(worker)

@@ -27,6 +27,7 @@ raises WorkerDied, and the next one starts a new worker.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import itertools
 import logging
@@ -42,6 +43,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+# Set before multiprocessing's own exit handler (registered earlier, run later) ends the worker.
+_python_exits = threading.Event()
+atexit.register(_python_exits.set)
 
 
 class WorkerDied(Exception):
@@ -140,7 +144,8 @@ class _Worker:
 
     def _died(self, future: Future, error: BaseException) -> None:
         self._process.join(1)  # it is gone (its pipe closed): reaped here, and its exit code read
-        log.error(
+        log.log(
+            logging.DEBUG if _python_exits.is_set() else logging.ERROR,  # ended by Python's exit: expected
             "the diagnostics process ended while computing (exit code %s, %r); the next computation starts a new one",
             self._process.exitcode,
             error,
