@@ -180,7 +180,7 @@ class Publisher:
     def _cancel(self, uri: str) -> None:
         task = self._pending.pop(uri, None)
         if task is not None and not self._process.stop(task):
-            task.cancel()  # not computing yet; one computing ends by itself, stopped, and publishes nothing
+            task.cancel()  # not computing yet; one computing ends by itself (stopped, or stale) unpublished
 
     async def _publish_later(self, uri: str) -> None:
         await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
