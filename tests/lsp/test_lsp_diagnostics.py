@@ -1,17 +1,27 @@
-"""diffusion_infill.lsp.diagnostics.Publisher on its own: which versions a burst of edits computes."""
+"""diffusion_infill.lsp.diagnostics.Publisher on its own, with its real diagnostics process: which
+versions a burst of edits computes, what a newer version stops, what is published."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from unittest import mock
+import logging
+import os
+import signal
 
+import pytest
 from lsprotocol import types
+from processes import appears, running, workers
 
 from diffusion_infill.bench.big import broken_json_line
 from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.lsp import diagnostics
-from diffusion_infill.lsp.documents import Documents
+from diffusion_infill.lsp.documents import Document, Documents
+
+# Every record damaged: seconds of computing (about 2 on the project's 2-core machine), so a
+# newer version arrives while it runs.
+SLOW_JSON = broken_json_line(6_000_000, damage_every=1)
+# The Markdown rules are never stopped midway: about a second here, so an edit arrives meanwhile.
+SLOW_MARKDOWN = "".join(f"# Heading {i}\n\n* item\n  * nested *emphasis\n\n```\ncode\n" for i in range(20_000))
 
 
 class Server:
@@ -27,35 +37,55 @@ class Server:
         self.sent.append(params)
 
 
-async def test_a_burst_of_edits_computes_and_publishes_the_last_version_only():
-    server = Server()
+@pytest.fixture
+def server():
+    return Server()
+
+
+@pytest.fixture
+def publisher(server, caplog):
+    caplog.set_level(logging.DEBUG, logger=diagnostics.__name__)
     publisher = diagnostics.Publisher(server)
+    yield publisher
+    publisher.shutdown()
+
+
+def logged(caplog, words: str) -> list[int]:
+    """The versions of the log lines that begin with `words` ("diagnosing", "diagnosed", "stopped diagnosing")."""
+    return [record.args[1] for record in caplog.records
+            if record.name == diagnostics.__name__ and record.msg.startswith(words + " %s version")]
+
+
+async def until_logged(caplog, words: str, version: int) -> None:
+    while version not in logged(caplog, words):
+        await asyncio.sleep(0.01)
+
+
+def edit(document: Document, text: str) -> None:
+    document.text, document.version = text, document.version + 1
+
+
+async def test_a_burst_of_edits_computes_and_publishes_the_last_version_only(server, publisher, caplog):
     document = server.documents.open("file:///burst.json", "json", 1, '{"a": ')
-    with mock.patch.object(diagnostics, "diagnose", wraps=diagnostics.diagnose) as diagnose:
-        for version in range(1, 11):  # edits that arrive faster than the debounce delay
-            document.text, document.version = f'{{"a": {version}', version
-            publisher.schedule(document)
-        await publisher._pending[document.uri]
-    assert [call.args[0].version for call in diagnose.call_args_list] == [10]
-    assert [params.version for params in server.sent] == [10] and server.sent[0].diagnostics
-    publisher.shutdown()
-
-
-async def test_a_result_for_a_version_the_document_no_longer_has_is_dropped():
-    server = Server()
-    publisher = diagnostics.Publisher(server)
-    document = server.documents.open("file:///changed.json", "json", 1, '{"a": ')
-    diagnose = diagnostics.diagnose
-
-    def diagnose_then_edit(snapshot, encoding, cancelled):
-        document.version = 2  # an edit that did not go through schedule(): only the version check can notice
-        return diagnose(snapshot, encoding, cancelled)
-
-    with mock.patch.object(diagnostics, "diagnose", side_effect=diagnose_then_edit):
+    for version in range(1, 11):  # edits that arrive faster than the debounce delay
+        document.text, document.version = f'{{"a": {version}', version
         publisher.schedule(document)
-        await publisher._pending[document.uri]
-    assert server.sent == []
-    publisher.shutdown()
+    await publisher._pending[document.uri]
+    assert logged(caplog, "diagnosing") == [10] and logged(caplog, "diagnosed") == [10]
+    assert [params.version for params in server.sent] == [10] and server.sent[0].diagnostics
+
+
+async def test_a_result_for_a_version_the_document_no_longer_has_is_dropped(server, publisher, caplog):
+    document = server.documents.open("file:///changed.md", "markdown", 1, SLOW_MARKDOWN)
+    publisher.schedule(document)
+    computing = publisher._pending[document.uri]
+    await until_logged(caplog, "diagnosing", 1)
+    edit(document, "# Valid\n")
+    publisher.schedule(document)
+    await computing  # not stopped: the Markdown rules ran to their end, for a version the document no longer has
+    await publisher._pending[document.uri]
+    assert logged(caplog, "diagnosed") == [1, 2]
+    assert [params.version for params in server.sent] == [2]
 
 
 def test_thousands_of_problems_are_capped_with_one_that_counts_the_rest():
@@ -68,29 +98,43 @@ def test_thousands_of_problems_are_capped_with_one_that_counts_the_rest():
     assert [d.range.start.character for d in published] == sorted(d.range.start.character for d in published)
 
 
-async def test_a_newer_version_stops_the_computation_of_an_older_one():
-    server = Server()
-    publisher = diagnostics.Publisher(server)
-    document = server.documents.open("file:///big.json", "json", 1, broken_json_line(6_000_000, damage_every=1))
-    started, ended = threading.Event(), []
-    damage = jsonfix.damage
+async def test_a_newer_version_stops_the_computation_of_an_older_one(server, publisher, caplog):
+    document = server.documents.open("file:///big.json", "json", 1, SLOW_JSON)
+    publisher.schedule(document)
+    await until_logged(caplog, "diagnosing", 1)
+    edit(document, '{"a": 1')
+    publisher.schedule(document)
+    await publisher._pending[document.uri]
+    assert logged(caplog, "stopped diagnosing") == [1] and logged(caplog, "diagnosed") == [2]
+    assert [(params.version, len(params.diagnostics)) for params in server.sent] == [(2, 2)]
 
-    def damage_and_record(text, cancelled):
-        started.set()
-        try:
-            found = damage(text, cancelled)
-        except jsonfix.Cancelled:
-            ended.append("cancelled")
-            raise
-        ended.append(len(found))
-        return found
 
-    with mock.patch.object(jsonfix, "damage", side_effect=damage_and_record):
-        publisher.schedule(document)
-        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 30), "never started"
-        document.text, document.version = '{"a": 1', 2
-        publisher.schedule(document)
-        await publisher._pending[document.uri]
-    assert ended == ["cancelled", 2]  # the first stopped midway (it takes seconds), the second ran (2 problems)
-    assert [params.version for params in server.sent] == [2]
+async def test_after_the_worker_is_killed_the_next_edit_is_diagnosed(server, publisher, caplog):
+    document = server.documents.open("file:///killed.json", "json", 1, '{"a": ')
+    before = workers(os.getpid())  # other tests' workers, perhaps still ending
+    publisher.schedule(document)
+    await publisher._pending[document.uri]
+    [worker] = workers(os.getpid()) - before
+    edit(document, SLOW_JSON)
+    publisher.schedule(document)
+    await until_logged(caplog, "diagnosing", 2)
+    os.kill(worker, signal.SIGKILL)
+    await publisher._pending[document.uri]
+    assert [r.levelno for r in caplog.records if r.levelno >= logging.WARNING] == [logging.ERROR]  # logged once
+    edit(document, '{"b": ')
+    publisher.schedule(document)
+    await publisher._pending[document.uri]
+    assert [(params.version, bool(params.diagnostics)) for params in server.sent] == [(1, True), (2, False), (3, True)]
+
+
+async def test_shutdown_stops_the_running_computation_and_the_worker_ends(server, publisher, caplog):
+    before = workers(os.getpid())
+    document = server.documents.open("file:///shutdown.json", "json", 1, SLOW_JSON)
+    publisher.schedule(document)
+    computing = publisher._pending[document.uri]
+    await until_logged(caplog, "diagnosing", 1)
+    [worker] = await appears(lambda: workers(os.getpid()) - before, 30)
     publisher.shutdown()
+    await computing
+    assert logged(caplog, "stopped diagnosing") == [1] and server.sent == []
+    assert await appears(lambda: not running(worker), 30), "the worker outlived its publisher"

@@ -62,7 +62,7 @@ def publishes(server: RawServer, uri: str, start: int = 0) -> list[dict]:
 def test_requests_are_answered_while_a_large_json_document_is_diagnosed(server):
     small, large = "file:///diagnostics/small.json", "file:///diagnostics/large.json"
     start = len(server.messages)
-    # One thread computes diagnostics in order: once the small document's arrive, the large one's are under way.
+    # One process computes diagnostics in order: once the small document's arrive, the large one's are under way.
     server.write(did_open(small, '{"a": 1}') + did_open(large, LARGE_BROKEN_JSON))
     published(server, small, 1, start)
     answer = answered(server, small)

@@ -10,7 +10,8 @@ from sending the change to receiving the answer (the server handles messages in 
 the answer comes after the change is applied). Diagnostics: the seconds from opening the
 JSON file to its publishDiagnostics and how many were published; meanwhile keystrokes in the
 small file are timed again (what diagnostics of a big file cost typing elsewhere). Peak RSS
-is the server process's (VmHWM). Prints one JSON object on the last line.
+(VmHWM) is the server process's, and apart its diagnostics process's (None when it has none).
+Prints one JSON object on the last line.
 
     python -m diffusion_infill.bench.big --keystrokes 40
 """
@@ -133,13 +134,30 @@ class Session:
         return [await self.keystroke(uri, _right(at, i), "x") for i in range(count)]
 
     def peak_rss_mb(self) -> float:
-        status = Path(f"/proc/{self.client._server.pid}/status").read_text()
-        return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
+        return _peak_rss_mb(self.client._server.pid)
+
+    def diagnostics_peak_rss_mb(self) -> float | None:
+        """The server's diagnostics process's (a multiprocessing "spawn" child of it), if it has one."""
+        server = self.client._server.pid
+        for process in Path("/proc").iterdir():
+            try:
+                stat = (process / "stat").read_text()
+                command = (process / "cmdline").read_bytes()
+            except OSError:  # not a process, or one that just ended
+                continue
+            if stat[stat.rindex(")") + 2 :].split()[1] == str(server) and b"spawn_main" in command:
+                return _peak_rss_mb(int(process.name))
+        return None
 
     async def stop(self) -> None:
         await self.client.shutdown_async(None)
         self.client.exit(None)
         await self.client.stop()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
 
 
 def _position(text: str, offset: int) -> types.Position:
@@ -181,6 +199,8 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
                     "diagnostics_s": round(arrived - opened, 2), "diagnostics_published": len(diagnostics),
                     "small_file_while_diagnosing": timings(typed_meanwhile)})
         results["server_peak_rss_mb"] = round(session.peak_rss_mb(), 1)
+        worker = session.diagnostics_peak_rss_mb()
+        results["diagnostics_process_peak_rss_mb"] = None if worker is None else round(worker, 1)
         await session.stop()
     return results
 

@@ -11,6 +11,7 @@ settings.py   the `diffusionInfill` settings section
 telemetry.py  local acceptance counts
 actions.py    code actions: fix JSON / Markdown selection, regenerate selection
 diagnostics.py  publishDiagnostics for JSON and Markdown documents, off the event loop, size-bounded
+diagnosis_process.py  the worker process diagnostics are computed in
 framing.py    well-formed base-protocol frames from an untrusted stdin
 window.py     the bounded text around the cursor that the engine sees
 """

@@ -7,35 +7,34 @@ Markdown: the structure rules (diffusion_infill.engine.repair.markdown_rules). E
 (diffusion_infill.lsp.actions).
 
 Both look at the whole document: milliseconds for a small one, seconds for a large one
-(docs/reliability.md). So `Publisher` computes them on a thread of their own, a
-while after the last edit of a burst (at least as long as the document's last computation
-took, so typing in a large one does not queue computation after computation), for a copy
-of that version, and publishes them only if the document still has that version, at most
-`MAX_ITEMS` of them; Markdown documents over `MAX_CHARS` and JSON ones over `MAX_JSON_CHARS`
-get none.
+(docs/reliability.md), most of it holding the GIL. So `Publisher` computes them in a process of
+their own (diffusion_infill.lsp.diagnosis_process), a while after the last edit of a burst (at
+least as long as the document's last computation took, so typing in a large one does not queue
+computation after computation), for the text of that version, and publishes them only if the
+document still has that version, at most `MAX_ITEMS` of them; Markdown documents over
+`MAX_CHARS` and JSON ones over `MAX_JSON_CHARS` get none. A newer version stops a JSON
+computation under way (Markdown's runs to its end, unpublished).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from lsprotocol import types
 
 from diffusion_infill.engine.repair import jsonfix, markdown_rules
+from diffusion_infill.lsp.diagnosis_process import DiagnosisProcess, WorkerDied
 from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 
 # Characters. The rules cost about a second per 2 MB of broken JSON or of Markdown; above this a
-# document would keep the diagnostics thread (and a share of the GIL) busy for seconds at every
-# edit, for a file that is generated data far more often than something a person edits by hand.
+# document would keep the diagnostics process busy for seconds at every edit, for a file that is
+# generated data far more often than something a person edits by hand.
 MAX_CHARS = 2_000_000
 # JSON's rules are linear: about 5 s for 10 MB with one error on this project's shared 2-core machine.
 MAX_JSON_CHARS = 16_000_000
@@ -95,6 +94,35 @@ def handles(document: Document) -> bool:
     return document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES | MARKDOWN_LANGUAGES
 
 
+@dataclass(frozen=True)
+class Payload:
+    """What the diagnostics process is sent: one version of a document, as plain data."""
+
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    encoding: str  # of the positions in the ranges
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    diagnostics: list[types.Diagnostic]
+    seconds: float  # the computation's own, in the process
+
+
+def _payload(document: Document, encoding: str) -> Payload:
+    return Payload(document.uri, document.language_id, document.version, str(document.text), encoding)
+
+
+def _diagnose_payload(payload: Payload, cancelled: Callable[[], bool]) -> Diagnosed:
+    """In the diagnostics process: `diagnose`, ranges included (on a long non-ASCII line a position costs
+    an encode of the line, which the event loop must not pay)."""
+    started = time.monotonic()
+    document = Document(payload.uri, payload.language_id, payload.version, payload.text)
+    return Diagnosed(diagnose(document, payload.encoding, cancelled), time.monotonic() - started)
+
+
 def _report_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("diagnostics failed: %r", task.exception())
@@ -114,22 +142,20 @@ class Host(Protocol):
 
 
 class Publisher:
-    """Diagnostics per document: debounced, computed off the event loop, never for a stale version."""
+    """Diagnostics per document: debounced, computed in another process, never for a stale version."""
 
     def __init__(self, ls: Host):
         self._ls = ls
-        # A thread of their own: on the engine thread they would wait behind model loading and
-        # completions (seconds each); one is enough, as each document computes only its latest
-        # version, and a second would only share the GIL with the first.
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="diagnostics")
+        # One process is enough: each document computes only its latest version, one at a time.
+        self._process = DiagnosisProcess()
         self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
-        self._stops: dict[str, threading.Event] = {}  # per URI: set to stop its computation on its thread
         self._too_large: set[str] = set()  # URIs already told they get no diagnostics
         self._took: dict[str, float] = {}  # per URI: seconds its last computation took
+        self._shut_down = False
 
     def schedule(self, document: Document) -> None:
         """Publishes the document's diagnostics once its edits pause; replaces a pending computation."""
-        if not handles(document):
+        if self._shut_down or not handles(document):
             return
         self._cancel(document.uri)
         task = asyncio.ensure_future(self._publish_later(document.uri))
@@ -146,32 +172,45 @@ class Publisher:
         self._send(document.uri, [], None)
 
     def shutdown(self) -> None:
+        """No more computations: the one running stops, the worker process ends."""
+        self._shut_down = True
         for uri in list(self._pending):
             self._cancel(uri)
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._process.shutdown()
 
     def _cancel(self, uri: str) -> None:
         task = self._pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        stop = self._stops.pop(uri, None)
-        if stop is not None:
-            stop.set()  # a JSON computation already running stops at its next check; Markdown's finishes, unpublished
+        if task is not None and not self._process.stop(task):
+            task.cancel()  # not computing yet; one computing ends by itself (stopped, or stale) unpublished
 
     async def _publish_later(self, uri: str) -> None:
         await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
-        snapshot = dataclasses.replace(self._ls.documents.get(uri))  # edits on the loop leave the copy alone
-        if snapshot.in_sync and self._within_limit(snapshot):
-            log.debug("diagnosing %s version %d (%d characters)", uri, snapshot.version, len(snapshot.text))
-            loop, started = asyncio.get_running_loop(), time.monotonic()
-            stop = self._stops[uri] = threading.Event()
-            diagnostics = await loop.run_in_executor(self._executor, diagnose, snapshot, self._ls.encoding,
-                                                     stop.is_set)
-            self._took[uri] = time.monotonic() - started
+        document = self._ls.documents.get(uri)
+        version = document.version
+        if document.in_sync and self._within_limit(document):
+            diagnostics = await self._computed(_payload(document, self._ls.encoding))
+            if diagnostics is None:
+                return
         else:
             diagnostics = []  # also clears what was shown before the document grew or was lost track of
-        if self._version(uri) == snapshot.version:
-            self._send(uri, diagnostics, snapshot.version)
+        if self._version(uri) == version:
+            self._send(uri, diagnostics, version)
+
+    async def _computed(self, payload: Payload) -> list[types.Diagnostic] | None:
+        """The diagnostics of `payload`, computed in the diagnostics process; None when a newer version
+        stopped them; none when the process died (it is logged; the next computation starts another)."""
+        log.debug("diagnosing %s version %d (%d characters)", payload.uri, payload.version, len(payload.text))
+        try:
+            diagnosed = await self._process.run(asyncio.current_task(), _diagnose_payload, payload)
+        except jsonfix.Cancelled:
+            log.debug("stopped diagnosing %s version %d", payload.uri, payload.version)
+            return None
+        except WorkerDied:
+            return []
+        self._took[payload.uri] = diagnosed.seconds
+        log.debug("diagnosed %s version %d: %d diagnostics in %.2f s", payload.uri, payload.version,
+                  len(diagnosed.diagnostics), diagnosed.seconds)
+        return diagnosed.diagnostics
 
     def _within_limit(self, document: Document) -> bool:
         limit = MAX_JSON_CHARS if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES else MAX_CHARS

@@ -1,7 +1,7 @@
 """The language server: LSP 3.18 inline completion from the diffusion engine, with the
 converging drafts streamed as `infill/draft` notifications; code actions that fix or
 regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics,
-off the event loop).
+computed in a process of their own).
 
 Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
 engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
@@ -346,9 +346,9 @@ def shutdown(ls: InfillServer, params: Any) -> None:
 
 
 def exit_now(ls: InfillServer, params: Any) -> None:
-    """exit: ends the process now. Python's own exit would first wait for the engine and diagnostics
-    threads, which may be seconds into a model load or a large document; nothing they do needs finishing
-    (the acceptance counts are written when counted)."""
+    """exit: ends the process now. Python's own exit would first wait for the engine thread, which may
+    be seconds into a model load; nothing it does needs finishing (the acceptance counts are written when
+    counted). The diagnostics process ends itself once the server is gone (lsp.diagnosis_process)."""
     logging.shutdown()
     sys.stdout.flush()
     os._exit(0 if ls.shut_down else 1)  # the LSP spec's exit codes: 1 without a shutdown request first
