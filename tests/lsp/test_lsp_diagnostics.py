@@ -16,6 +16,7 @@ from diffusion_infill.bench.big import broken_json_line
 from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.lsp import diagnostics
 from diffusion_infill.lsp.documents import Document, Documents
+from diffusion_infill.lsp.rope import Rope
 
 # Every record damaged: seconds of computing (about 2 on the project's 2-core machine), so a
 # newer version arrives while it runs.
@@ -62,13 +63,13 @@ async def until_logged(caplog, words: str, version: int) -> None:
 
 
 def edit(document: Document, text: str) -> None:
-    document.text, document.version = text, document.version + 1
+    document.text, document.version = Rope(text), document.version + 1
 
 
 async def test_a_burst_of_edits_computes_and_publishes_the_last_version_only(server, publisher, caplog):
     document = server.documents.open("file:///burst.json", "json", 1, '{"a": ')
     for version in range(1, 11):  # edits that arrive faster than the debounce delay
-        document.text, document.version = f'{{"a": {version}', version
+        document.text, document.version = Rope(f'{{"a": {version}'), version
         publisher.schedule(document)
     await publisher._pending[document.uri]
     assert logged(caplog, "diagnosing") == [10] and logged(caplog, "diagnosed") == [10]

@@ -31,6 +31,7 @@ from diffusion_infill.engine.repair import jsonfix, markdown_rules
 from diffusion_infill.lsp.diagnosis_process import DiagnosisProcess, WorkerDied
 from diffusion_infill.lsp.documents import Document, Documents, UnknownDocument
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
+from diffusion_infill.lsp.rope import Rope
 
 # Characters. The rules cost about a second per 2 MB of broken JSON or of Markdown; above this a
 # document would keep the diagnostics process busy for seconds at every edit, for a file that is
@@ -101,7 +102,7 @@ class Payload:
     uri: str
     language_id: str
     version: int
-    text: str
+    pieces: tuple[str, ...]  # the text's (lsp.rope): joined in the diagnostics process, not on the event loop
     encoding: str  # of the positions in the ranges
 
 
@@ -112,14 +113,14 @@ class Diagnosed:
 
 
 def _payload(document: Document, encoding: str) -> Payload:
-    return Payload(document.uri, document.language_id, document.version, str(document.text), encoding)
+    return Payload(document.uri, document.language_id, document.version, document.text.pieces, encoding)
 
 
 def _diagnose_payload(payload: Payload, cancelled: Callable[[], bool]) -> Diagnosed:
     """In the diagnostics process: `diagnose`, ranges included (on a long non-ASCII line a position costs
     an encode of the line, which the event loop must not pay)."""
     started = time.monotonic()
-    document = Document(payload.uri, payload.language_id, payload.version, payload.text)
+    document = Document(payload.uri, payload.language_id, payload.version, Rope(pieces=payload.pieces))
     return Diagnosed(diagnose(document, payload.encoding, cancelled), time.monotonic() - started)
 
 
@@ -199,7 +200,7 @@ class Publisher:
     async def _computed(self, payload: Payload) -> list[types.Diagnostic] | None:
         """The diagnostics of `payload`, computed in the diagnostics process; None when a newer version
         stopped them; none when the process died (it is logged; the next computation starts another)."""
-        log.debug("diagnosing %s version %d (%d characters)", payload.uri, payload.version, len(payload.text))
+        log.debug("diagnosing %s version %d (%d pieces)", payload.uri, payload.version, len(payload.pieces))
         try:
             diagnosed = await self._process.run(asyncio.current_task(), _diagnose_payload, payload)
         except jsonfix.Cancelled:
