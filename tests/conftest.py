@@ -84,8 +84,9 @@ def tiny_fim(tiny_documents) -> FimModel:
     tokenizer = train_tokenizer(tiny_documents, VOCAB_SIZE, seed=0)
     tokenizer.add_special_tokens({"additional_special_tokens": list(FIM_TOKENS)})
     fim_ids = FimIds.from_tokenizer(tokenizer)
-    architecture = TinyArchitecture(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                    num_key_value_heads=1)
+    architecture = TinyArchitecture(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1
+    )
     torch.manual_seed(0)
     model = fim_model(architecture, len(tokenizer), fim_ids).eval()
     spec = FimSpec(max_prefix=TINY_SPEC.max_prefix, suffix_head=TINY_SPEC.suffix_head, max_middle=TINY_SPEC.gap_slots)

@@ -67,14 +67,21 @@ class TransformersServe:
         environment = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", USE_HUB_KERNELS="NO")
         self.process = subprocess.Popen(
             [command, "serve", "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
-            env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self._wait_healthy()
         for model in self.models:
             self._post("/v1/completions", {"model": str(model), "prompt": "x", "max_tokens": 1})
 
     def _post(self, path: str, body: dict) -> dict:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=START_TIMEOUT_S) as response:
             return json.load(response)
 
@@ -197,9 +204,22 @@ class ScriptedServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 for start in range(0, len(text), ScriptedServer.CHUNK):
-                    self._event({"id": "scripted", "object": "text_completion", "created": 0, "model": body["model"],
-                                 "choices": [{"index": 0, "text": text[start : start + ScriptedServer.CHUNK],
-                                              "finish_reason": None, "logprobs": None}]})
+                    self._event(
+                        {
+                            "id": "scripted",
+                            "object": "text_completion",
+                            "created": 0,
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "text": text[start : start + ScriptedServer.CHUNK],
+                                    "finish_reason": None,
+                                    "logprobs": None,
+                                }
+                            ],
+                        }
+                    )
                 self.wfile.write(b"data: [DONE]\n\n")
 
             def _event(self, data: dict) -> None:

@@ -9,8 +9,12 @@ import pytest
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").rglob("*.md")),
-         *sorted((ROOT / "clients").glob("*/README.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "ARCHITECTURE.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "clients").glob("*/README.md")),
+]
 
 
 def local_targets(page: Path) -> list[str]:

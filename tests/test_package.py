@@ -35,12 +35,28 @@ def test_the_wheel_carries_the_embedded_model_but_no_benchmark_data(tmp_path):
     """Users get the language server: the benchmark's baseline checkpoint, its npm peers and its results stay in
     the checkout (pyproject's exclude-package-data)."""
     source = tmp_path / "source"
-    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("node_modules", "*.egg-info",
-                                                                                   "__pycache__"))
+    shutil.copytree(
+        ROOT / "src", source / "src", ignore=shutil.ignore_patterns("node_modules", "*.egg-info", "__pycache__")
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path / "wheel"), str(source)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "wheel"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     [wheel] = (tmp_path / "wheel").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "diffusion_infill/engine/model/model.safetensors" in names

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from require_all import REQUIRE_ALL
 
-PROBE = '''
+PROBE = """
 import pytest
 
 
@@ -20,7 +20,7 @@ def test_needs_a_tool():
 @pytest.mark.skipif(True, reason="no such peer")
 def test_needs_a_peer():
     pass
-'''
+"""
 
 
 def run_probe(tmp_path: Path, require_all: bool) -> subprocess.CompletedProcess:
@@ -29,9 +29,26 @@ def run_probe(tmp_path: Path, require_all: bool) -> subprocess.CompletedProcess:
     env.pop(REQUIRE_ALL, None)
     if require_all:
         env[REQUIRE_ALL] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "require_all", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), str(tmp_path / "test_probe.py")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "require_all",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_probe.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_a_skip_passes_by_default_and_fails_under_the_flag(tmp_path):

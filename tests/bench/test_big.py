@@ -8,8 +8,12 @@ import sys
 
 
 def test_the_big_documents_bench_prints_one_json_object_with_every_document():
-    run = subprocess.run([sys.executable, "-m", "diffusion_infill.bench.big", "--scale", "0.005", "--keystrokes", "3"],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "diffusion_infill.bench.big", "--scale", "0.005", "--keystrokes", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
     for name in ("small", "python_20k_lines", "python_5mb", "json_10mb_one_line"):

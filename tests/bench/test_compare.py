@@ -30,9 +30,27 @@ def baseline_dir(tiny_fim, tmp_path_factory):
 def quick_report(console_script, model_dir, baseline_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     result = subprocess.run(
-        [console_script, "bench", "--quick", "--cases", "3", "--json", "--threads", "1", "--model", str(model_dir),
-         "--baseline", str(baseline_dir), "--out", str(out)],
-        capture_output=True, text=True, timeout=600, check=True)
+        [
+            console_script,
+            "bench",
+            "--quick",
+            "--cases",
+            "3",
+            "--json",
+            "--threads",
+            "1",
+            "--model",
+            str(model_dir),
+            "--baseline",
+            str(baseline_dir),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1]), out
 
 
@@ -51,7 +69,8 @@ def test_quick_json_has_both_models_with_the_headline_metrics(quick_report):
 
         assert model["exact_match"] == mean(row["text"].strip() == row["expected"].strip() for row in rows)
         assert model["edit_similarity_mean"] == mean(
-            difflib.SequenceMatcher(None, row["text"].strip(), row["expected"].strip()).ratio() for row in rows)
+            difflib.SequenceMatcher(None, row["text"].strip(), row["expected"].strip()).ratio() for row in rows
+        )
         assert model["forward_passes_mean"] == mean(row["forward_passes"] for row in rows)
         assert model["insertion_chars_mean"] == mean(len(row["text"].strip()) for row in rows)
         assert model["expected_chars_mean"] == mean(len(row["expected"].strip()) for row in rows)
@@ -100,15 +119,27 @@ def test_each_model_says_where_its_passes_went(quick_report):
 
 
 def test_a_missing_baseline_names_the_path_and_how_to_train_it(console_script, tmp_path):
-    result = subprocess.run([console_script, "bench", "--quick", "--baseline", str(tmp_path / "none")],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [console_script, "bench", "--quick", "--baseline", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert str(tmp_path / "none") in result.stderr and "train --objective fim" in result.stderr
 
 
 def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is_zero():
-    diffusion = {"forward_passes_mean": 6.0, "step_ms_median": 9.0, "latency_ms_p50": 100.0, "latency_ms_p95": 200.0,
-                 "first_draft_ms_p50": 10.0, "exact_match": 0.5, "edit_similarity_mean": 0.6, "closure_valid": 1.0}
+    diffusion = {
+        "forward_passes_mean": 6.0,
+        "step_ms_median": 9.0,
+        "latency_ms_p50": 100.0,
+        "latency_ms_p95": 200.0,
+        "first_draft_ms_p50": 10.0,
+        "exact_match": 0.5,
+        "edit_similarity_mean": 0.6,
+        "closure_valid": 1.0,
+    }
     autoregressive = {**diffusion, "forward_passes_mean": 12.0, "step_ms_median": 6.0, "exact_match": 0.0}
     result = ratios(diffusion, autoregressive)
     assert result["forward_passes_mean"] == 0.5 and result["exact_match"] is None
@@ -116,8 +147,16 @@ def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is
 
 
 def test_no_step_ratio_when_no_completion_took_two_steps():
-    diffusion = {"forward_passes_mean": 2.0, "step_ms_median": None, "latency_ms_p50": 30.0, "latency_ms_p95": 40.0,
-                 "first_draft_ms_p50": 30.0, "exact_match": 0.5, "edit_similarity_mean": 0.6, "closure_valid": 1.0}
+    diffusion = {
+        "forward_passes_mean": 2.0,
+        "step_ms_median": None,
+        "latency_ms_p50": 30.0,
+        "latency_ms_p95": 40.0,
+        "first_draft_ms_p50": 30.0,
+        "exact_match": 0.5,
+        "edit_similarity_mean": 0.6,
+        "closure_valid": 1.0,
+    }
     assert ratios(diffusion, {**diffusion, "step_ms_median": 6.0})["step_ms_median"] is None
 
 
@@ -136,13 +175,33 @@ def test_the_table_says_when_where_and_how_it_was_measured(quick_report):
 
 
 @SLOW
-def test_other_cases_are_chosen_by_case_seed_and_reported(console_script, model_dir, baseline_dir, quick_report,
-                                                          tmp_path):
+def test_other_cases_are_chosen_by_case_seed_and_reported(
+    console_script, model_dir, baseline_dir, quick_report, tmp_path
+):
     """Checkpoints and decoding settings are chosen on cases other than the reported ones."""
     subprocess.run(
-        [console_script, "bench", "--quick", "--cases", "3", "--threads", "1", "--case-seed", "7",
-         "--model", str(model_dir), "--baseline", str(baseline_dir), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, check=True)
+        [
+            console_script,
+            "bench",
+            "--quick",
+            "--cases",
+            "3",
+            "--threads",
+            "1",
+            "--case-seed",
+            "7",
+            "--model",
+            str(model_dir),
+            "--baseline",
+            str(baseline_dir),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     tuning = json.loads((tmp_path / "bench.json").read_text())
     reported = json.loads((quick_report[1] / "bench.json").read_text())
 
@@ -153,6 +212,7 @@ def test_other_cases_are_chosen_by_case_seed_and_reported(console_script, model_
 
 def test_each_case_samples_from_its_own_seed(model_dir, baseline_dir):
     """What one case draws never shifts another's sample, so two configurations compare case by case."""
+
     def texts(cases):
         return [row["text"] for row in measure(DIFFUSION, model_dir, baseline_dir, cases, 1, 0)["rows"]]
 
@@ -164,9 +224,11 @@ def test_bench_without_the_installed_baseline_says_where_to_get_it(tmp_path):
     """A non-editable install has no src/diffusion_infill/bench/fim_model (pyproject leaves it out): the command
     says, in one line and with exit 2, where the baseline comes from."""
     missing = tmp_path / "fim_model"
-    probe = ("import sys; from pathlib import Path; import diffusion_infill.bench.compare as compare; "
-             f"compare.BASELINE_MODEL = Path({str(missing)!r}); "
-             "from diffusion_infill.cli.main import main; sys.exit(main(['bench', '--quick']))")
+    probe = (
+        "import sys; from pathlib import Path; import diffusion_infill.bench.compare as compare; "
+        f"compare.BASELINE_MODEL = Path({str(missing)!r}); "
+        "from diffusion_infill.cli.main import main; sys.exit(main(['bench', '--quick']))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == ""
     [line] = result.stderr.splitlines()

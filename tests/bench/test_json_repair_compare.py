@@ -41,9 +41,11 @@ def test_numbers_compare_by_value_and_booleans_are_not_numbers():
     assert score("{", {}) == (False, False) and score(None, {}) == (False, False)
 
 
-@pytest.mark.skipif(node_for(JSONREPAIR, "jsonrepair") is None,
-                    reason="needs Node 18+ and `npm ci` in src/diffusion_infill/bench/jsonrepair (install.sh does it)")
+@pytest.mark.skipif(
+    node_for(JSONREPAIR, "jsonrepair") is None,
+    reason="needs Node 18+ and `npm ci` in src/diffusion_infill/bench/jsonrepair (install.sh does it)",
+)
 def test_both_peers_answer_every_case_in_order():
-    broken = ["{a: 1,}", "callback({\"ok\": true});", "[1, 2, ..."]
+    broken = ["{a: 1,}", 'callback({"ok": true});', "[1, 2, ..."]
     for outputs in (json_repair_outputs(broken), jsonrepair_outputs(broken)):
         assert [json.loads(output) for output in outputs] == [{"a": 1}, {"ok": True}, [1, 2]]

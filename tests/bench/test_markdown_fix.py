@@ -22,14 +22,15 @@ from diffusion_infill.bench.markdown_fix import (
 from diffusion_infill.bench.npm_peers import node_for
 from diffusion_infill.engine.repair.markdown_rules import problems
 
-pytestmark = pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
-                                reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint "
-                                       "(install.sh does it)")
+pytestmark = pytest.mark.skipif(
+    node_for(MARKDOWNLINT, "markdownlint") is None,
+    reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint (install.sh does it)",
+)
 
 DOCUMENTS, MAX_CHARS = 30, 16_000  # a modest corpus: markdownlint takes a good part of a second per document
 BROKEN = {
     "fences without blank lines": "# Notes\n\nSteps:\n```sh\nmake\n```\nThen *run* it.\n",
-    "fence without a language": "# Notes\n\n```\n{\"a\": 1}\n```\n\n- one\n- two\n",
+    "fence without a language": '# Notes\n\n```\n{"a": 1}\n```\n\n- one\n- two\n',
     "unclosed fence in a list item": "# Notes\n\n- item\n\n  ```sh\n  make\n",
     "short table row": "# Notes\n\n| name | size |\n| --- | --- |\n| a |\n| b | 2 |\n\nAfter **the** table.\n",
     "unclosed emphasis": "# Notes\n\nSome **bold text.\n\n> quoted `code\n",
@@ -55,13 +56,16 @@ def judged() -> list[Judged]:
     rng = random.Random(0)
     pairs = [("valid", text, text) for text in valid] + [("example", text, text) for text in BROKEN.values()]
     for name, damage in BREAKS.items():
-        pairs += [(name, "\n".join(lines), text) for text in valid
-                  if (lines := damage(rng, text.split("\n"))) is not None]
+        pairs += [
+            (name, "\n".join(lines), text) for text in valid if (lines := damage(rng, text.split("\n"))) is not None
+        ]
     fixed = [fix(text) for _, text, _ in pairs]
     found = lint([text for _, text, _ in pairs] + fixed + [original for _, _, original in pairs])
     count = len(pairs)
-    return [Judged(name, text, new, found[index], found[count + index], original, found[2 * count + index])
-            for index, ((name, text, original), new) in enumerate(zip(pairs, fixed, strict=True))]
+    return [
+        Judged(name, text, new, found[index], found[count + index], original, found[2 * count + index])
+        for index, ((name, text, original), new) in enumerate(zip(pairs, fixed, strict=True))
+    ]
 
 
 def test_valid_documents_are_left_byte_identical(judged):
@@ -77,8 +81,11 @@ def test_a_fix_adds_no_violation_anywhere(judged):
 
 
 def test_what_a_fix_did_not_repair_renders_the_same(judged):
-    assert [item.before for item in judged if not untouched_render_alike(item.before, item.after)
-            and not untouched_render_alike(item.original, item.after)] == []
+    assert [
+        item.before
+        for item in judged
+        if not untouched_render_alike(item.before, item.after) and not untouched_render_alike(item.original, item.after)
+    ] == []
 
 
 def test_broken_copies_and_examples_are_repaired(judged):

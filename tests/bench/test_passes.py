@@ -10,14 +10,22 @@ from diffusion_infill.bench.passes import choose, stable_passes
 
 
 def run(bound: float, similarity: float, exact: float, passes: float) -> tuple[dict, dict]:
-    return {"entropy_bound": bound}, {"edit_similarity_mean": similarity, "exact_match": exact,
-                                      "forward_passes_mean": passes}
+    return {"entropy_bound": bound}, {
+        "edit_similarity_mean": similarity,
+        "exact_match": exact,
+        "forward_passes_mean": passes,
+    }
 
 
 def test_the_fewest_passes_no_worse_than_the_reference_are_chosen():
     reference = run(0.5, 0.28, 0.03, 15.0)
-    runs = [reference, run(1.0, 0.29, 0.03, 14.0), run(2.0, 0.29, 0.02, 12.0), run(4.0, 0.20, 0.03, 9.0),
-            run(8.0, 0.28, 0.03, 13.0)]
+    runs = [
+        reference,
+        run(1.0, 0.29, 0.03, 14.0),
+        run(2.0, 0.29, 0.02, 12.0),
+        run(4.0, 0.20, 0.03, 9.0),
+        run(8.0, 0.28, 0.03, 13.0),
+    ]
     assert choose(runs, reference[1])[0] == {"entropy_bound": 8.0}
 
 

@@ -12,8 +12,18 @@ from diffusion_infill.bench import replay
 from diffusion_infill.cli.main import main
 from diffusion_infill.engine.drafts import SOURCES
 
-KEYS = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
-        "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model")
+KEYS = (
+    "requests",
+    "shown",
+    "accepted",
+    "acceptance_rate",
+    "chars_saved_per_100",
+    "wrong_shown_per_100",
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "cpu_ms_per_100",
+    "answered_without_model",
+)
 
 
 def test_the_typist_pauses_at_word_ends_line_ends_and_after_indentation():
@@ -49,15 +59,27 @@ def test_excerpts_of_the_users_own_files_come_from_the_python_files_at_the_paths
 
     pieces = replay.excerpts(2, 120, paths=[package])
 
-    assert sorted(piece.name.rsplit(":", 1)[0] for piece in pieces) == [str(package / "lines.py"),
-                                                                      str(package / "shapes.py")]
+    assert sorted(piece.name.rsplit(":", 1)[0] for piece in pieces) == [
+        str(package / "lines.py"),
+        str(package / "shapes.py"),
+    ]
     assert all(piece.text in (package / piece.name.rsplit(":", 1)[0]).read_text() for piece in pieces)
     assert replay.excerpts(1, 120, paths=[package / "shapes.py"])[0].name.startswith(str(package / "shapes.py"))
 
 
-@pytest.mark.parametrize("option", [["--files", "0"], ["--chars", "5"], ["--min-confidence", "1.5"],
-                                    ["--pause-ms", "50"], ["--settings", "[1]"], ["--settings", "{mode"],
-                                    ["--paths", "no/such/folder"], ["--paths", "src/diffusion_infill/cli/samples"]])
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--files", "0"],
+        ["--chars", "5"],
+        ["--min-confidence", "1.5"],
+        ["--pause-ms", "50"],
+        ["--settings", "[1]"],
+        ["--settings", "{mode"],
+        ["--paths", "no/such/folder"],
+        ["--paths", "src/diffusion_infill/cli/samples"],
+    ],
+)
 def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureFixture[str]):
     try:
         status = main(["bench", "--replay", "--quick", *option])
@@ -68,11 +90,31 @@ def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureF
     assert error.startswith("diffusion-infill") and "\n" not in error
 
 
-def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]):
+def test_quick_replay_through_the_server_reports_both_models(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     log = tmp_path / "requests.jsonl"
-    assert main(["bench", "--replay", "--quick", "--files", "1", "--chars", "120", "--json", "--pause-ms", "2000",
-                 "--model", str(model_dir), "--log", str(log)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--replay",
+                "--quick",
+                "--files",
+                "1",
+                "--chars",
+                "120",
+                "--json",
+                "--pause-ms",
+                "2000",
+                "--model",
+                str(model_dir),
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
     assert list(result) == ["diffusion", "autoregressive", "files", "characters"]
@@ -108,4 +150,5 @@ def test_quick_replay_through_the_server_reports_both_models(model_dir: Path, tm
             assert model["shown_by_source"][source] == sum(entry.get("source") == source for entry in mine)
             assert model["accepted_by_source"][source] <= model["shown_by_source"][source]
             assert model["accepted_by_source"][source] == sum(
-                entry.get("source") == source and entry["outcome"] == "all" for entry in mine)
+                entry.get("source") == source and entry["outcome"] == "all" for entry in mine
+            )

@@ -16,8 +16,18 @@ def write_run(directory, rows):
 
 
 def joint_rows(seconds_per_step):
-    return [{"step": step, "loss": 10.0 - step / 50, "diffusion": 6.0 - step / 100, "ar": 4.0 - step / 100,
-             "lr": 0.002, "cpu_hours": step * seconds_per_step / 3600, "time": 0.0} for step in (25, 50, 75, 100)]
+    return [
+        {
+            "step": step,
+            "loss": 10.0 - step / 50,
+            "diffusion": 6.0 - step / 100,
+            "ar": 4.0 - step / 100,
+            "lr": 0.002,
+            "cpu_hours": step * seconds_per_step / 3600,
+            "time": 0.0,
+        }
+        for step in (25, 50, 75, 100)
+    ]
 
 
 def test_each_run_is_summarised_by_its_step_cost_and_its_last_losses(tmp_path, capsys):

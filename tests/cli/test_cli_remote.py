@@ -18,8 +18,24 @@ SOURCE = "import os\n\n\ndef main():\n    path = os.path.abspath(\n"
 def test_complete_answers_with_the_servers_completion(openai_server, tmp_path, capsys):
     source = tmp_path / "paths.py"
     source.write_text(SOURCE)
-    assert main(["complete", f"{source}:5:28", "--json", "--engine", "openai", "--url", openai_server.url,
-                 "--model", openai_server.fim_model, "--invoked-timeout", "120"]) == 0
+    assert (
+        main(
+            [
+                "complete",
+                f"{source}:5:28",
+                "--json",
+                "--engine",
+                "openai",
+                "--url",
+                openai_server.url,
+                "--model",
+                openai_server.fim_model,
+                "--invoked-timeout",
+                "120",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     engine = RemoteEngine(RemoteSettings(openai_server.url, openai_server.fim_model, invoked_timeout=120))
     expected = list(engine.complete(InfillRequest(SOURCE[:-1], "\n", "python", invoked=True)))[-1].text
@@ -31,8 +47,25 @@ def test_complete_answers_with_the_servers_completion(openai_server, tmp_path, c
 def test_fix_regenerates_through_the_server(openai_server, tmp_path, capsys):
     source = tmp_path / "paths.py"
     source.write_text(SOURCE)
-    code = main(["fix", str(source), "--range", "5:5-5:15", "--kind", "regenerate", "--json", "--engine", "openai",
-                 "--url", openai_server.url, "--model", openai_server.chat_model, "--invoked-timeout", "120"])
+    code = main(
+        [
+            "fix",
+            str(source),
+            "--range",
+            "5:5-5:15",
+            "--kind",
+            "regenerate",
+            "--json",
+            "--engine",
+            "openai",
+            "--url",
+            openai_server.url,
+            "--model",
+            openai_server.chat_model,
+            "--invoked-timeout",
+            "120",
+        ]
+    )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     reason = result["reason"] or ""
     assert code in (0, 1) and "cannot regenerate" not in reason and "failed" not in reason  # the server answered

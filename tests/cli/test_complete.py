@@ -20,8 +20,9 @@ CALIBRATED_THRESHOLD = json.loads((EMBEDDED_MODEL / "confidence.json").read_text
 
 
 def test_json_output_is_one_object_on_the_last_line(console_script):
-    done = subprocess.run([console_script, "complete", f"{SAMPLE}:11:37", "--json"], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [console_script, "complete", f"{SAMPLE}:11:37", "--json"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) == JSON_KEYS

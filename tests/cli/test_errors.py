@@ -51,10 +51,17 @@ def test_a_missing_file_is_named(console_script, tmp_path):
     assert_one_line_error(run_cli(console_script, "fix", str(missing)), str(missing), "cannot read")
 
 
-@pytest.mark.parametrize(("option", "value"), [
-    ("--max-steps", "0"), ("--max-gap-tokens", "-3"), ("--entropy-bound", "-1"), ("--entropy-bound", "0"),
-    ("--threads", "0"), ("--max-steps", "many"),
-])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--max-steps", "0"),
+        ("--max-gap-tokens", "-3"),
+        ("--entropy-bound", "-1"),
+        ("--entropy-bound", "0"),
+        ("--threads", "0"),
+        ("--max-steps", "many"),
+    ],
+)
 def test_numbers_out_of_range_name_the_option(console_script, option, value):
     assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, option, value), option, repr(value))
 
@@ -75,15 +82,24 @@ def test_a_hub_id_missing_from_the_cache_says_where_it_looked_and_how_to_get_it(
     assert_one_line_error(done, HUB_ID, str(cache / "hub"), f"hf download {HUB_ID}")
 
 
-PROBE = ("import sys\nfrom diffusion_infill.cli.main import main\n"
-         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-         "print('torch' in sys.modules, 'transformers' in sys.modules)")
+PROBE = (
+    "import sys\nfrom diffusion_infill.cli.main import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print('torch' in sys.modules, 'transformers' in sys.modules)"
+)
 
 
-@pytest.mark.parametrize("args", [
-    ["--help"], ["complete", "--help"], ["complete", AT_SAMPLE, "--max-steps", "0"],
-    ["complete", f"{SAMPLE}:999:1"], ["fix", "missing.json"],
-], ids=["help", "complete-help", "bad-number", "bad-line", "missing-file"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["complete", "--help"],
+        ["complete", AT_SAMPLE, "--max-steps", "0"],
+        ["complete", f"{SAMPLE}:999:1"],
+        ["fix", "missing.json"],
+    ],
+    ids=["help", "complete-help", "bad-number", "bad-line", "missing-file"],
+)
 def test_help_and_bad_arguments_answer_before_torch_is_imported(args):
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "False False", done.stderr
@@ -109,19 +125,23 @@ def test_a_training_shape_must_be_layers_by_a_multiple_of_64(console_script, val
 # (run in a subprocess that reports, after the command, which of the heavy modules were loaded).
 
 HEAVY = ("torch", "transformers", "pygls")
-REPORTING = ("import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
-             "except SystemExit as stop:\n    code = stop.code\n"
-             f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))\nsys.exit(code)")
+REPORTING = (
+    "import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    code = main(sys.argv[1:])\n"
+    "except SystemExit as stop:\n    code = stop.code\n"
+    f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))\nsys.exit(code)"
+)
 BROKEN_JSON = str(SAMPLE.parent / "broken.json")
 
 
 def run_reporting(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
     """The command's result (its last stdout line removed) and the heavy modules it imported."""
-    done = subprocess.run([sys.executable, "-c", REPORTING, *args], capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", REPORTING, *args], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
     *output, imported = done.stdout.split("\n")[:-1] or [""]
-    return subprocess.CompletedProcess(done.args, done.returncode, "".join(f"{line}\n" for line in output),
-                                       done.stderr), set(imported.split())
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, "".join(f"{line}\n" for line in output), done.stderr
+    ), set(imported.split())
 
 
 def assert_answered_before(reported: tuple[subprocess.CompletedProcess, set[str]], *expected: str) -> None:
@@ -146,38 +166,43 @@ def notes(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["serve", "--tcp", "99999"], ["99999", "out of range"]),
-    (["serve", "--tcp", "192.0.2.1:0"], ["192.0.2.1", "cannot listen"]),  # TEST-NET-1: no machine has it
-    (["serve", "--tcp", "no-such-host.invalid:0"], ["no-such-host.invalid", "cannot listen"]),
-    (["serve", "--tcp", "http://x"], ["[HOST:]PORT"]),
-    (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
-    (["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json",
-                                                              "tokenizer"]),
-    (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
-    (["serve", "--tcp", "0", "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json"]),
-    (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
-    (["serve", "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
-    (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
-    (["serve", "--max-steps", "0"], ["--max-steps", "'0'"]),
-    (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
-    (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
-    (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
-    (["fix", BROKEN_JSON, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
-    (["fix", BROKEN_JSON, "--model", "--no-model"], ["--no-model and --model"]),
-    (["complete", AT_SAMPLE, "--timeout", "-1"], ["--timeout", "'-1'"]),
-    (["serve", "--invoked-timeout", "0"], ["--invoked-timeout", "'0'"]),
-    (["complete", AT_SAMPLE, "--min-confidence", "1.5"], ["--min-confidence", "'1.5'"]),
-    (["complete", AT_SAMPLE, "-v"], ["unrecognized arguments: -v", "-v goes before the command"]),
-    (["serve", "--stdio", "--tcp", "0"], ["not allowed with argument --stdio"]),
-], ids=" ".join)
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["serve", "--tcp", "99999"], ["99999", "out of range"]),
+        (["serve", "--tcp", "192.0.2.1:0"], ["192.0.2.1", "cannot listen"]),  # TEST-NET-1: no machine has it
+        (["serve", "--tcp", "no-such-host.invalid:0"], ["no-such-host.invalid", "cannot listen"]),
+        (["serve", "--tcp", "http://x"], ["[HOST:]PORT"]),
+        (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+        (
+            ["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)],
+            ["not a checkpoint directory", "config.json", "tokenizer"],
+        ),
+        (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+        (["serve", "--tcp", "0", "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json"]),
+        (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+        (["serve", "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
+        (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+        (["serve", "--max-steps", "0"], ["--max-steps", "'0'"]),
+        (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+        (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
+        (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
+        (["fix", BROKEN_JSON, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
+        (["fix", BROKEN_JSON, "--model", "--no-model"], ["--no-model and --model"]),
+        (["complete", AT_SAMPLE, "--timeout", "-1"], ["--timeout", "'-1'"]),
+        (["serve", "--invoked-timeout", "0"], ["--invoked-timeout", "'0'"]),
+        (["complete", AT_SAMPLE, "--min-confidence", "1.5"], ["--min-confidence", "'1.5'"]),
+        (["complete", AT_SAMPLE, "-v"], ["unrecognized arguments: -v", "-v goes before the command"]),
+        (["serve", "--stdio", "--tcp", "0"], ["not allowed with argument --stdio"]),
+    ],
+    ids=" ".join,
+)
 def test_bad_arguments_answer_in_one_line_before_torch_is_imported(args, expected):
     assert_answered_before(run_reporting(*args), *expected)
 
 
 def test_a_port_in_use_is_one_line_before_torch_is_imported(busy_port):
-    assert_answered_before(run_reporting("serve", "--tcp", str(busy_port)), str(busy_port),
-                           "Address already in use")
+    assert_answered_before(run_reporting("serve", "--tcp", str(busy_port)), str(busy_port), "Address already in use")
 
 
 def test_a_file_whose_kind_cannot_be_told_is_one_line_before_torch_is_imported(notes):
@@ -220,17 +245,24 @@ WITHOUT_MATPLOTLIB = "import sys\nsys.modules['matplotlib'] = None\n"
 
 def test_bench_out_without_matplotlib_is_one_line_before_the_run():
     code = WITHOUT_MATPLOTLIB + REPORTING
-    done = subprocess.run([sys.executable, "-c", code, "bench", "--quick", "--out", "unused"], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "bench", "--quick", "--out", "unused"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2 and done.stdout.split() == [], done.stderr  # nothing heavy imported
     assert_one_line_error(subprocess.CompletedProcess(done.args, 2, "", done.stderr), "matplotlib", "--out")
 
 
 @pytest.mark.parametrize("command", ["serve", "complete", "fix"])
 def test_a_command_imports_neither_the_benchmark_nor_posix_only_modules(command):
-    probe = ("import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
-             "except SystemExit:\n    pass\n"
-             "print(sorted(name for name in sys.modules if name.startswith('diffusion_infill.bench') "
-             "or name == 'resource'))")
+    probe = (
+        "import sys\nfrom diffusion_infill.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(name for name in sys.modules if name.startswith('diffusion_infill.bench') "
+        "or name == 'resource'))"
+    )
     done = subprocess.run([sys.executable, "-c", probe, command, "--help"], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

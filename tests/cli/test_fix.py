@@ -10,7 +10,7 @@ import pytest
 from diffusion_infill.cli.fix import RangeError, Selection
 from diffusion_infill.cli.main import SAMPLE, main
 
-BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
+BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
 
 
 def last_json(output: str) -> dict:
@@ -30,7 +30,7 @@ def test_json_output_is_one_object_on_the_last_line_and_the_file_is_untouched(tm
 
 
 def test_a_range_fixes_only_that_part_and_write_saves_it(tmp_path, capsys):
-    text = "# Notes\n\n```json\n{\"a\": 1,}\n```\n\n| a | b |\n|---|---|\n| 1 |\n"
+    text = '# Notes\n\n```json\n{"a": 1,}\n```\n\n| a | b |\n|---|---|\n| 1 |\n'
     source = tmp_path / "notes.md"
     source.write_text(text)
     assert main(["fix", str(source), "--range", "4:1-4:10", "--json", "--write", "--model"]) == 0
@@ -50,8 +50,7 @@ def test_a_jsonc_file_keeps_its_comments_and_trailing_commas(tmp_path, capsys):
     source = tmp_path / "tsconfig.jsonc"
     source.write_text('{\n  // strict\n  "strict": true\n  "lib": ["es2022",],\n}\n')  # a comma missing
     assert main(["fix", str(source), "--json", "--no-model"]) == 0
-    assert last_json(capsys.readouterr().out)["text"] == \
-        '{\n  // strict\n  "strict": true,\n  "lib": ["es2022",],\n}\n'
+    assert last_json(capsys.readouterr().out)["text"] == '{\n  // strict\n  "strict": true,\n  "lib": ["es2022",],\n}\n'
 
 
 def test_an_already_valid_file_is_reported_as_such_and_left_alone(tmp_path, capsys):
@@ -83,8 +82,11 @@ def test_no_valid_fix_exits_1_and_changes_nothing(tmp_path, capsys):
     source = tmp_path / "broken.json"
     source.write_text(":,]\n")
     assert main(["fix", str(source), "--json", "--write", "--no-model"]) == 1
-    assert last_json(capsys.readouterr().out) == {"text": ":,]\n", "fixed": False,
-                                                   "reason": "the file is not JSON: there is no JSON value in it"}
+    assert last_json(capsys.readouterr().out) == {
+        "text": ":,]\n",
+        "fixed": False,
+        "reason": "the file is not JSON: there is no JSON value in it",
+    }
     assert source.read_text() == ":,]\n"
 
 
@@ -108,13 +110,15 @@ def test_line_endings_and_a_lone_carriage_return_survive_fix_and_write(tmp_path,
     assert json.loads(fixed) == {"s": "a\rb", "n": 1}
 
 
-@pytest.mark.parametrize("data", [b'{"a": "\xff\xfe"}\n', b"\xef\xbb", "{\"a\": \"é\"}".encode("latin-1"),
-                                  "# Notes\n".encode("utf-16")])
+@pytest.mark.parametrize(
+    "data", [b'{"a": "\xff\xfe"}\n', b"\xef\xbb", '{"a": "é"}'.encode("latin-1"), "# Notes\n".encode("utf-16")]
+)
 def test_a_file_that_is_not_utf8_is_one_line_on_stderr_and_exit_2(tmp_path, console_script, data):
     source = tmp_path / "data.json"
     source.write_bytes(data)
-    done = subprocess.run([console_script, "fix", str(source), "--no-model", "--write"], capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [console_script, "fix", str(source), "--no-model", "--write"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "not UTF-8" in done.stderr and "Traceback" not in done.stderr
     assert source.read_bytes() == data

@@ -19,8 +19,11 @@ EXPORTED = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_con
 
 
 def _hashes(folder: Path) -> dict[str, str]:
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file() and "__pycache__" not in path.parts}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
 
 
 def _train(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -31,9 +34,11 @@ def test_an_export_over_a_checkpoint_asks_for_force(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     done = _train(tmp_path, "--export", str(tmp_path))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [f"diffusion-infill: {tmp_path} already holds a checkpoint; pass --force to "
-                                        "replace it (its calibration goes with it), or leave out --export to keep "
-                                        "the weights in the run directory"]
+    assert done.stderr.splitlines() == [
+        f"diffusion-infill: {tmp_path} already holds a checkpoint; pass --force to "
+        "replace it (its calibration goes with it), or leave out --export to keep "
+        "the weights in the run directory"
+    ]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["config.json"]
 
 

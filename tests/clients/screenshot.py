@@ -13,8 +13,24 @@ from pathlib import Path
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 FOREGROUND, BACKGROUND = "#bcbcbc", "#1c1c1c"
-BASIC = ["#000000", "#cd0000", "#00cd00", "#cdcd00", "#0000ee", "#cd00cd", "#00cdcd", "#e5e5e5",
-         "#7f7f7f", "#ff0000", "#00ff00", "#ffff00", "#5c5cff", "#ff00ff", "#00ffff", "#ffffff"]
+BASIC = [
+    "#000000",
+    "#cd0000",
+    "#00cd00",
+    "#cdcd00",
+    "#0000ee",
+    "#cd00cd",
+    "#00cdcd",
+    "#e5e5e5",
+    "#7f7f7f",
+    "#ff0000",
+    "#00ff00",
+    "#ffff00",
+    "#5c5cff",
+    "#ff00ff",
+    "#00ffff",
+    "#ffffff",
+]
 CELL_WIDTH, CELL_HEIGHT = 9, 19
 
 
@@ -60,7 +76,7 @@ def _style(codes: list[int], style: dict[str, str]) -> dict[str, str]:
             style["color" if code == 38 else "background"] = palette(codes[i + 2])
             i += 2
         elif code in (38, 48) and i + 4 < len(codes) and codes[i + 1] == 2:
-            style["color" if code == 38 else "background"] = "#{:02x}{:02x}{:02x}".format(*codes[i + 2:i + 5])
+            style["color" if code == 38 else "background"] = "#{:02x}{:02x}{:02x}".format(*codes[i + 2 : i + 5])
             i += 4
         elif code == 39:
             style.pop("color", None)
@@ -95,11 +111,14 @@ def save_terminal(lines: list[str], target: Path) -> bool:
     width = max(len(SGR.sub("", line)) for line in lines) * CELL_WIDTH + 24
     height = len(lines) * CELL_HEIGHT + 24
     body = "\n".join(f"<div>{line_html(line) or '&nbsp;'}</div>" for line in lines)
-    page = (f"<html><body style='margin:12px;background:{BACKGROUND};color:{FOREGROUND};"
-            f"font:15px/{CELL_HEIGHT}px DejaVu Sans Mono,monospace;white-space:pre'>{body}</body></html>")
+    page = (
+        f"<html><body style='margin:12px;background:{BACKGROUND};color:{FOREGROUND};"
+        f"font:15px/{CELL_HEIGHT}px DejaVu Sans Mono,monospace;white-space:pre'>{body}</body></html>"
+    )
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "screen.html"
         source.write_text(page)
-        subprocess.run([*command, str(source), str(target), str(width), str(height)],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [*command, str(source), str(target), str(width), str(height)], check=True, capture_output=True, timeout=120
+        )
     return True

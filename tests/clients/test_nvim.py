@@ -13,7 +13,7 @@ import re
 import pytest
 from nvim_driver import Nvim, start_nvim
 
-CODE = '''import os
+CODE = """import os
 
 
 def read_lines(path):
@@ -25,7 +25,7 @@ def main():
     lines = read_lines(os.path.join("data", "input.txt"))
     total = sum(len(line) for line in lines)
     print(total, len(lines))
-'''
+"""
 # (row, col), 0-based, mid-line: the model sees code on both sides.
 CURSORS = [(9, 36), (5, 26), (10, 16), (4, 19), (11, 15), (9, 12)]
 _files = itertools.count()
@@ -108,8 +108,12 @@ def test_drafts_are_painted_then_replaced_by_the_final_item(nvim, tmp_path):
     assert steps, "no draft before the final one"
     for entry in steps:  # each draft was on screen right after it arrived
         if entry["draft"]["text"]:
-            assert entry["shown"] == {"row": row, "col": col, "text": entry["draft"]["text"],
-                                      "hl": "DiffusionInfillDraft"}
+            assert entry["shown"] == {
+                "row": row,
+                "col": col,
+                "text": entry["draft"]["text"],
+                "hl": "DiffusionInfillDraft",
+            }
     assert shown == {"row": row, "col": col, "text": final["text"], "hl": "DiffusionInfillGhost"}
     [mark] = nvim.lua(f"return vim.api.nvim_buf_get_extmarks(0, {OWN_NS}, 0, -1, {{ details = true }})")
     assert mark[1:3] == [row, col] and mark[3]["virt_text"] == [[final["text"].split("\n")[0], "DiffusionInfillGhost"]]
@@ -117,8 +121,10 @@ def test_drafts_are_painted_then_replaced_by_the_final_item(nvim, tmp_path):
 
 def test_tab_accepts_the_shown_item(nvim, tmp_path):
     row, col, final, _ = first_item(nvim, tmp_path)
-    nvim.lua("_G.accepted = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
-             "local exec = c.exec_cmd; c.exec_cmd = function(...) _G.accepted = _G.accepted + 1; return exec(...) end")
+    nvim.lua(
+        "_G.accepted = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+        "local exec = c.exec_cmd; c.exec_cmd = function(...) _G.accepted = _G.accepted + 1; return exec(...) end"
+    )
     nvim.type("<Tab>")
     expected = inserted(CODE, row, col, final["text"])
     nvim.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
@@ -163,8 +169,10 @@ require('diffusion_infill.ghost').on_draft(nil, {
 def test_multi_line_draft_uses_virt_lines_and_is_not_repainted_when_unchanged(nvim, tmp_path):
     open_file(nvim, tmp_path, auto=False)
     insert_at(nvim, 11, 4)
-    nvim.lua("_G.marks = 0; local set = vim.api.nvim_buf_set_extmark; "
-             "vim.api.nvim_buf_set_extmark = function(...) _G.marks = _G.marks + 1; return set(...) end")
+    nvim.lua(
+        "_G.marks = 0; local set = vim.api.nvim_buf_set_extmark; "
+        "vim.api.nvim_buf_set_extmark = function(...) _G.marks = _G.marks + 1; return set(...) end"
+    )
     try:
         for _ in range(3):
             nvim.lua(FAKE_DRAFT, "x = 1\nfoo(x)")
@@ -226,8 +234,18 @@ STATUS = "require('diffusion_infill').status()"
 
 def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
     completed = nvim.lua("return vim.fn.getcompletion('DiffusionInfill ', 'cmdline')")
-    assert set(completed) == {"trigger", "dismiss", "start", "status", "toggle", "enable", "disable", "toggle_auto",
-                              "restart", "log"}
+    assert set(completed) == {
+        "trigger",
+        "dismiss",
+        "start",
+        "status",
+        "toggle",
+        "enable",
+        "disable",
+        "toggle_auto",
+        "restart",
+        "log",
+    }
     open_file(nvim, tmp_path)
     nvim.wait(f"{STATUS} == 'infill: ready'", 120)
     model = nvim.lua("return require('diffusion_infill.config').options.cmd")[-1]
@@ -235,8 +253,10 @@ def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
     assert f"infill: ready; {model} (engine local)" in nvim.lua("return vim.fn.execute('messages')")
 
     nvim.api.command("DiffusionInfill toggle_auto")  # this buffer asks on demand only
-    assert nvim.lua(f"return {{ {STATUS}, vim.b.diffusion_infill_auto_trigger }}") == ["infill: ready, on demand",
-                                                                                      False]
+    assert nvim.lua(f"return {{ {STATUS}, vim.b.diffusion_infill_auto_trigger }}") == [
+        "infill: ready, on demand",
+        False,
+    ]
     row, col = CURSORS[0]
     insert_at(nvim, row, col)
     nvim.type("<M-\\>")  # the trigger key still asks
@@ -245,8 +265,12 @@ def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
     nvim.api.command("DiffusionInfill toggle_auto")
     assert nvim.lua(f"return {STATUS}") == "infill: ready"
 
-    for command, status in (("disable", "infill: off"), ("enable", "infill: ready"), ("toggle", "infill: off"),
-                            ("toggle", "infill: ready")):
+    for command, status in (
+        ("disable", "infill: off"),
+        ("enable", "infill: ready"),
+        ("toggle", "infill: off"),
+        ("toggle", "infill: ready"),
+    ):
         nvim.api.command(f"DiffusionInfill {command}")
         assert nvim.lua(f"return {STATUS}") == status, command
 
@@ -258,8 +282,10 @@ def test_subcommands_switch_suggestions_and_show_status_and_log(nvim, tmp_path):
     nvim.api.command("close")
 
 
-INFO_LINE = ("(function() local mark = vim.api.nvim_buf_get_extmark_by_id(0, require('diffusion_infill.ghost').ns, 2, "
-             "{ details = true }); return mark[3] and { mark[1], mark[3].virt_text[1][1] } end)()")
+INFO_LINE = (
+    "(function() local mark = vim.api.nvim_buf_get_extmark_by_id(0, require('diffusion_infill.ghost').ns, 2, "
+    "{ details = true }); return mark[3] and { mark[1], mark[3].virt_text[1][1] } end)()"
+)
 
 
 def test_the_info_line_shows_steps_ms_confidence_and_source_when_asked_for(nvim, tmp_path):
@@ -295,9 +321,11 @@ def test_an_action_that_cannot_be_carried_out_is_one_warning_line(nvim, tmp_path
 
 def test_a_burst_of_typing_sends_one_request(nvim, tmp_path):
     open_file(nvim, tmp_path)
-    nvim.lua("_G.requests = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
-             "c.request = function(self, method, ...) if method == 'textDocument/inlineCompletion' then "
-             "_G.requests = _G.requests + 1 end; return getmetatable(self).__index.request(self, method, ...) end")
+    nvim.lua(
+        "_G.requests = 0; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+        "c.request = function(self, method, ...) if method == 'textDocument/inlineCompletion' then "
+        "_G.requests = _G.requests + 1 end; return getmetatable(self).__index.request(self, method, ...) end"
+    )
     try:
         nvim.lua("_G.drafts = {}; vim.api.nvim_win_set_cursor(0, { 12, 4 })")
         nvim.type("iprint(")  # InsertEnter and six changes inside the debounce: one request, for the last
@@ -309,10 +337,12 @@ def test_a_burst_of_typing_sends_one_request(nvim, tmp_path):
 
 
 def test_cycling_asks_for_several_items_and_shows_the_next(nvim, tmp_path):
-    nvim.lua("_G.kinds = {}; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
-             "c.request = function(self, method, params, ...) if method == 'textDocument/inlineCompletion' then "
-             "table.insert(_G.kinds, params.context.triggerKind) end; "
-             "return getmetatable(self).__index.request(self, method, params, ...) end")
+    nvim.lua(
+        "_G.kinds = {}; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
+        "c.request = function(self, method, params, ...) if method == 'textDocument/inlineCompletion' then "
+        "table.insert(_G.kinds, params.context.triggerKind) end; "
+        "return getmetatable(self).__index.request(self, method, params, ...) end"
+    )
     try:
         for row, col in CURSORS:
             open_file(nvim, tmp_path, auto=False)
@@ -341,10 +371,14 @@ def test_diagnostics_and_code_actions_come_through_neovims_lsp_client(nvim, tmp_
     path.write_text('{"name": "shapes", "sides": 4,, "closed": true\n')
     nvim.api.command(f"edit {path}")
     nvim.wait("#vim.lsp.get_clients({ bufnr = 0, name = 'diffusion_infill' }) > 0")
-    assert nvim.lua("return vim.lsp.get_clients({ name = 'diffusion_infill' })[1].server_capabilities"
-                    ".codeActionProvider ~= nil"), "the server offers no code actions"
-    nvim.wait("#vim.diagnostic.get(0, { namespace = vim.lsp.diagnostic.get_namespace("
-              "vim.lsp.get_clients({ name = 'diffusion_infill' })[1].id) }) > 0", 30)
+    assert nvim.lua(
+        "return vim.lsp.get_clients({ name = 'diffusion_infill' })[1].server_capabilities.codeActionProvider ~= nil"
+    ), "the server offers no code actions"
+    nvim.wait(
+        "#vim.diagnostic.get(0, { namespace = vim.lsp.diagnostic.get_namespace("
+        "vim.lsp.get_clients({ name = 'diffusion_infill' })[1].id) }) > 0",
+        30,
+    )
     titles = nvim.lua("""
         local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
         local diagnostic = vim.diagnostic.get(0)[1]

@@ -59,8 +59,11 @@ KEY_PAUSE = 0.05  # seconds between two keys typed as a person does: shorter tha
 def terminal(request, model_dir, tmp_path_factory):
     native = request.param == "native"
     workdir = tmp_path_factory.mktemp("tui")
-    setup = "require('diffusion_infill').setup({ cmd = cmd })" if native else \
-        "require('diffusion_infill').setup({ cmd = cmd, native = false })"
+    setup = (
+        "require('diffusion_infill').setup({ cmd = cmd })"
+        if native
+        else "require('diffusion_infill').setup({ cmd = cmd, native = false })"
+    )
     editor = start_terminal(model_dir, workdir / "t.json", workdir, setup)
     editor.workdir, editor.native = workdir, native
     if native and not editor.lua("return vim.lsp.inline_completion ~= nil"):
@@ -171,8 +174,9 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
         terminal.lua("_G.drafts = {}")
         terminal.type("M-\\")  # trigger: Invoked, several items
         terminal.wait(f"{FINAL} or false", 120)
-        items = wait_or_none(terminal, "#require('diffusion_infill.ghost').items() > 1 and "
-                             "require('diffusion_infill.ghost').items()", 10)
+        items = wait_or_none(
+            terminal, "#require('diffusion_infill.ghost').items() > 1 and require('diffusion_infill.ghost').items()", 10
+        )
         if items:  # Invoked samples are distinct: most cursors have several
             break
     else:

@@ -33,10 +33,20 @@ def test_the_vscode_build_makes_the_file_the_next_command_installs(tmp_path):
     steps = _vscode_steps()
     install = steps.pop()
     assert steps[0] == "cd clients/vscode" and install.startswith("code --install-extension ")
-    shutil.copytree(ROOT / "clients" / "vscode", tmp_path / "clients" / "vscode",
-                    ignore=shutil.ignore_patterns("node_modules", "out", "*.vsix", "e2e"))
-    done = subprocess.run(" && ".join(steps), shell=True, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=600)
+    shutil.copytree(
+        ROOT / "clients" / "vscode",
+        tmp_path / "clients" / "vscode",
+        ignore=shutil.ignore_patterns("node_modules", "out", "*.vsix", "e2e"),
+    )
+    done = subprocess.run(
+        " && ".join(steps),
+        shell=True,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "clients" / "vscode" / install.split()[-1]).is_file()
 
@@ -52,13 +62,23 @@ def test_the_neovim_step_links_the_plugin_for_the_neovim_install_sh_provides(tmp
         pytest.skip("no .venv/bin/nvim (install.sh installs it)")
     block = _nvim_block()
     link, start = block.split("\n.venv/bin/nvim ", 1)
-    assert "ln -sfn \"$PWD/clients/nvim\"" in link
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_DATA_HOME": str(tmp_path / ".local" / "share")}
+    assert 'ln -sfn "$PWD/clients/nvim"' in link
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / ".local" / "share"),
+    }
     subprocess.run(link, shell=True, cwd=ROOT, env=env, check=True, timeout=60)
     # the README's start command without its file and server: the plugin must be found through the link
-    probe = [str(nvim), "--headless", "-c", "lua io.stdout:write(vim.inspect(type(require('diffusion_infill').setup)))",
-             "-c", "qa!"]
+    probe = [
+        str(nvim),
+        "--headless",
+        "-c",
+        "lua io.stdout:write(vim.inspect(type(require('diffusion_infill').setup)))",
+        "-c",
+        "qa!",
+    ]
     done = subprocess.run(probe, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == '"function"', done.stdout + done.stderr
     assert "'$PWD/.venv/bin/diffusion-infill', 'serve'" in start
@@ -78,10 +98,23 @@ def test_an_older_neovim_gets_one_line_and_no_traceback(tmp_path):
     if nvim is None:
         pytest.skip(f"no Neovim older than 0.10 (set {OLD_NVIM_VARIABLE}; Debian's package is 0.7)")
     setup = "lua require('diffusion_infill').setup({ cmd = { 'diffusion-infill', 'serve' } })"
-    command = [nvim, "--headless", "-u", "NONE", "--cmd", f"set rtp+={PLUGIN}", "-c", setup,
-               "-c", "lua require('diffusion_infill').trigger()", "-c", "qa!"]
+    command = [
+        nvim,
+        "--headless",
+        "-u",
+        "NONE",
+        "--cmd",
+        f"set rtp+={PLUGIN}",
+        "-c",
+        setup,
+        "-c",
+        "lua require('diffusion_infill').trigger()",
+        "-c",
+        "qa!",
+    ]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     said = (done.stdout + done.stderr).strip()
-    assert re.fullmatch(r"diffusion-infill needs Neovim 0\.10\+ \(this is 0\.\d+\.\d+\); .venv/bin/nvim is 0\.12",
-                        said), said
+    assert re.fullmatch(
+        r"diffusion-infill needs Neovim 0\.10\+ \(this is 0\.\d+\.\d+\); .venv/bin/nvim is 0\.12", said
+    ), said
     assert len(said) < 80  # one screen line: no "Press ENTER" prompt

@@ -24,10 +24,19 @@ def test_extension_node_tests_pass_against_the_real_server(model_dir, tmp_path):
         pytest.skip("clients/vscode is not built: npm ci && npm run compile")
     telemetry = tmp_path / "t.json"
     server = serve_command(model_dir, telemetry)
-    env = {**os.environ, "DIFFUSION_INFILL_SERVER": json.dumps(server),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(VSCODE.parents[1]), os.environ.get("PYTHONPATH")]))}
-    run = subprocess.run([node, "--test", "--test-reporter=tap", "out/test/"], cwd=VSCODE, env=env,
-                         capture_output=True, text=True, timeout=NODE_TIMEOUT)
+    env = {
+        **os.environ,
+        "DIFFUSION_INFILL_SERVER": json.dumps(server),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(VSCODE.parents[1]), os.environ.get("PYTHONPATH")])),
+    }
+    run = subprocess.run(
+        [node, "--test", "--test-reporter=tap", "out/test/"],
+        cwd=VSCODE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=NODE_TIMEOUT,
+    )
     report = run.stdout + run.stderr
     assert run.returncode == 0, report
     assert "# fail 0" in report and "# skipped 0" in report, report

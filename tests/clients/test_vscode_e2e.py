@@ -81,14 +81,29 @@ def serving(root: Path, server: list[str], settings: dict, trusted: bool = True)
     log = root / "code-server.log"
     flags = ["--disable-workspace-trust"] if trusted else []
     with log.open("w") as output:
-        process = subprocess.Popen([*base, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry",
-                                    "--disable-update-check", *flags, str(workspace)],
-                                   env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [
+                *base,
+                "--auth",
+                "none",
+                "--bind-addr",
+                "127.0.0.1:0",
+                "--disable-telemetry",
+                "--disable-update-check",
+                *flags,
+                str(workspace),
+            ],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
         while not (listening := re.search(r"HTTP server listening on (http://\S+)", log.read_text())):
-            assert process.poll() is None and time.monotonic() < deadline, "code-server did not listen:\n" + \
-                log.read_text()
+            assert process.poll() is None and time.monotonic() < deadline, (
+                "code-server did not listen:\n" + log.read_text()
+            )
             time.sleep(0.2)
         url = listening.group(1)
         yield f"{url.rstrip('/')}/?folder={workspace}"
@@ -101,8 +116,13 @@ def run_in_browser(root: Path, config: dict) -> dict:
     """clients/vscode/e2e/run.js with `config`: its result, or a failure with its output."""
     config = {**config, "failureScreenshot": str(root / "failure.png")}
     (root / "run.json").write_text(json.dumps(config))
-    run = subprocess.run(["node", str(E2E / "run.js"), str(root / "run.json")], cwd=E2E, capture_output=True,
-                         text=True, timeout=RUN_TIMEOUT)
+    run = subprocess.run(
+        ["node", str(E2E / "run.js"), str(root / "run.json")],
+        cwd=E2E,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert run.returncode == 0 and "error" not in result, f"{run.stdout}{run.stderr}(screen: {root / 'failure.png'})"
     return result
@@ -122,17 +142,23 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     (workspace / "sample.py").write_text(CODE)
     (workspace / "broken.json").write_text(BROKEN)
     IMAGE.parent.mkdir(parents=True, exist_ok=True)
-    result = run_in_browser(root, {
-        "url": url, "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
-        "json": {"file": "broken.json"}, "screenshot": str(IMAGE)})
+    result = run_in_browser(
+        root,
+        {
+            "url": url,
+            "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
+            "json": {"file": "broken.json"},
+            "screenshot": str(IMAGE),
+        },
+    )
     suggestion = result["suggestion"]
     assert suggestion, f"none of {len(CURSORS)} mid-line cursors got an inline suggestion"
     # Tab inserted what was shown: the cursor's line reads as it was displayed with the suggestion
     # (VS Code may show one insertion as several ghost parts around the text already there)
     lines, accepted = CODE.split("\n"), (workspace / "sample.py").read_text().split("\n")
-    row, below = suggestion["line"], lines[suggestion["line"] + 1:]
+    row, below = suggestion["line"], lines[suggestion["line"] + 1 :]
     assert suggestion["text"] and accepted[row] == suggestion["shown"], (accepted[row], suggestion)
-    assert accepted[:row] == lines[:row] and accepted[len(accepted) - len(below):] == below
+    assert accepted[:row] == lines[:row] and accepted[len(accepted) - len(below) :] == below
     counts = json.loads((root / "t.json").read_text())
     assert counts["accepted"] == 1  # the item's command ran: VS Code accepted it as an inline completion
     fixed = json.loads((workspace / "broken.json").read_text())
@@ -150,15 +176,24 @@ def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowher
     marker = tmp_path / "the-workspace-command-ran"
     workspace = tmp_path / "workspace"
     (workspace / ".vscode").mkdir(parents=True)
-    (workspace / ".vscode" / "settings.json").write_text(json.dumps({
-        "diffusionInfill.server.command": ["touch", str(marker)],
-        "diffusionInfill.engine": "openai", "diffusionInfill.url": listener.url, "diffusionInfill.model": "served"}))
+    (workspace / ".vscode" / "settings.json").write_text(
+        json.dumps(
+            {
+                "diffusionInfill.server.command": ["touch", str(marker)],
+                "diffusionInfill.engine": "openai",
+                "diffusionInfill.url": listener.url,
+                "diffusionInfill.model": "served",
+            }
+        )
+    )
     (workspace / "sample.py").write_text(CODE)
     try:
         command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: its log says "model ready"
         with serving(tmp_path, command, {**WORKBENCH, **MODEL_ALWAYS}, trusted=False) as url:
-            result = run_in_browser(tmp_path, {"url": url, "python": {
-                "file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS}})
+            result = run_in_browser(
+                tmp_path,
+                {"url": url, "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS}},
+            )
         assert not marker.exists(), "the workspace's server.command ran"
         assert listener.requests.empty(), "code was sent to the workspace's URL"
         assert result["suggestion"], "the real server did not answer: no inline suggestion"
@@ -185,9 +220,21 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     request = f"inlineCompletion {source.as_uri()} {row}:{len(TYPING)} automatic"  # a request at the pause
     with serving(tmp_path, command, WORKBENCH) as url:
         # typed once the model is ready, so that what is shown with the word list open (the model's) is settled
-        result = run_in_browser(tmp_path, {"url": url, "screenshot": str(tmp_path / "typed.png"), "typing": {
-            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
-            "request": request}})
+        result = run_in_browser(
+            tmp_path,
+            {
+                "url": url,
+                "screenshot": str(tmp_path / "typed.png"),
+                "typing": {
+                    "file": source.name,
+                    "line": row,
+                    "text": TYPING,
+                    "logs": str(logs),
+                    "ready": "model ready",
+                    "request": request,
+                },
+            },
+        )
     typed, shown = result["typed"], {"text": "nes", "shown": TYPING + "nes)"}  # shown before VS Code's `)`
     assert typed["first"] == shown, f"{typed} (screen: {tmp_path / 'typed.png'})"
     assert typed["alone"] == shown, typed
@@ -197,8 +244,9 @@ def test_with_default_settings_typing_a_line_the_file_has_shows_its_rest_and_tab
     assert request in next(logs.rglob("diffusion-infill.log")).read_text()  # -v shows each request
 
 
-def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, after: list,
-                            suggest_now: bool = False) -> tuple[dict, str]:
+def suggestions_off_then_on(
+    model_dir, tmp_path, settings: dict, before: list, after: list, suggest_now: bool = False
+) -> tuple[dict, str]:
     """run.js's onOff on the empty line after CODE with `settings`: the result, and the log's request prefix."""
     needs_code_server()
     workspace = tmp_path / "workspace"
@@ -209,10 +257,24 @@ def suggestions_off_then_on(model_dir, tmp_path, settings: dict, before: list, a
     command = serve_command(model_dir, tmp_path / "t.json", verbose=True)  # -v: "model ready", and each request
     request = f"inlineCompletion {source.as_uri()} "
     with serving(tmp_path, command, {**WORKBENCH, **settings}) as url:
-        result = run_in_browser(tmp_path, {"url": url, "onOff": {
-            "file": source.name, "line": row, "text": TYPING, "logs": str(logs), "ready": "model ready",
-            "request": request, "before": before, "after": after, "suggestNow": suggest_now,
-            "info": bool(settings.get("diffusionInfill.infoLine"))}})
+        result = run_in_browser(
+            tmp_path,
+            {
+                "url": url,
+                "onOff": {
+                    "file": source.name,
+                    "line": row,
+                    "text": TYPING,
+                    "logs": str(logs),
+                    "ready": "model ready",
+                    "request": request,
+                    "before": before,
+                    "after": after,
+                    "suggestNow": suggest_now,
+                    "info": bool(settings.get("diffusionInfill.infoLine")),
+                },
+            },
+        )
     return result["onOff"], request
 
 
@@ -221,8 +283,9 @@ ON = {"text": "nes", "shown": TYPING + "nes)"}  # the document's draft, before t
 
 def test_the_status_item_reads_ready_and_toggle_stops_ghost_text_while_typing_and_brings_it_back(model_dir, tmp_path):
     toggle = "diffusion-infill: Toggle Inline Suggestions"
-    result, _ = suggestions_off_then_on(model_dir, tmp_path, {}, before=[[toggle, "infill: off"]],
-                                        after=[[toggle, "infill: ready"]], suggest_now=True)
+    result, _ = suggestions_off_then_on(
+        model_dir, tmp_path, {}, before=[[toggle, "infill: off"]], after=[[toggle, "infill: ready"]], suggest_now=True
+    )
     assert result["status"] == ["infill: ready", "infill: off", "infill: ready"], result
     assert result["off"] is None and result["requests"] == 0, result  # not shown, not even asked
     assert result["on"] == ON, result
@@ -234,8 +297,9 @@ def test_enable_python_false_keeps_python_silent_until_toggled_for_the_language(
     """And with diffusionInfill.infoLine, the suggestion's info line at the end of its line."""
     toggle = "diffusion-infill: Toggle Inline Suggestions for This Language"
     settings = {"diffusionInfill.enable": {"python": False}, "diffusionInfill.infoLine": True}
-    result, request = suggestions_off_then_on(model_dir, tmp_path, settings, before=[],
-                                              after=[[toggle, "infill: ready"]])
+    result, request = suggestions_off_then_on(
+        model_dir, tmp_path, settings, before=[], after=[[toggle, "infill: ready"]]
+    )
     assert result["status"] == ["infill: off (python)", "infill: ready"], result
     assert result["off"] is None and result["requests"] == 0, result
     assert result["on"] == ON, result
@@ -252,8 +316,11 @@ def palette(model: Path, tmp_path: Path, error: str | None = None) -> dict:
     (workspace / "broken.json").write_text(BROKEN)
     logs, ready = tmp_path / "data" / "logs", f"ready: {model} (engine local)"  # window/logMessage, in the log
     # serve refuses a model that is not there on its command line: one that cannot load comes from the settings
-    command, settings = ((serve_command(None, tmp_path / "t.json"), {**WORKBENCH, "diffusionInfill.model": str(model)})
-                         if error else (serve_command(model, tmp_path / "t.json"), WORKBENCH))
+    command, settings = (
+        (serve_command(None, tmp_path / "t.json"), {**WORKBENCH, "diffusionInfill.model": str(model)})
+        if error
+        else (serve_command(model, tmp_path / "t.json"), WORKBENCH)
+    )
     with serving(tmp_path, command, settings) as url:
         config = {"json": "broken.json", "logs": str(logs), "ready": ready, "error": error}
         return run_in_browser(tmp_path, {"url": url, "palette": config})["palette"]
@@ -262,10 +329,19 @@ def palette(model: Path, tmp_path: Path, error: str | None = None) -> dict:
 def test_the_status_menu_and_the_commands_fix_show_the_log_and_restart(model_dir, tmp_path):
     result = palette(model_dir, tmp_path)
     assert result["status"] == ["infill: ready", "infill: ready"], result  # before and after Restart Server
-    assert result["menu"] == ["Turn off everywhere", "Turn off for json", "Suggest now", "Fix selection",
-                              "Restart the server", "Show the log"], result
+    assert result["menu"] == [
+        "Turn off everywhere",
+        "Turn off for json",
+        "Suggest now",
+        "Fix selection",
+        "Restart the server",
+        "Show the log",
+    ], result
     assert json.loads((tmp_path / "workspace" / "broken.json").read_text()) == {
-        "name": "shapes", "sides": 4, "closed": True}  # Fix Selection
+        "name": "shapes",
+        "sides": 4,
+        "closed": True,
+    }  # Fix Selection
     assert result["logShown"], result  # Show Log: the server's ready line on screen
     log = next((tmp_path / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert log.count(f"loading: {model_dir} (engine local)") == 2  # restarted: a second server loaded it

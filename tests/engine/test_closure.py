@@ -126,9 +126,7 @@ def test_retyping_an_auto_paired_closer_is_a_duplicate_closer(language):
     report = check("foo(", "a, b)", ")\n", language)
 
     assert not report.valid
-    assert report.problems == (
-        Problem(4, 5, "duplicate-closer", report.problems[0].message),
-    )
+    assert report.problems == (Problem(4, 5, "duplicate-closer", report.problems[0].message),)
 
 
 @pytest.mark.parametrize("language", CODE_LANGUAGES)
@@ -337,9 +335,7 @@ def test_longest_valid_prefix_drops_a_duplicated_auto_paired_closer():
 
 
 def test_longest_valid_prefix_keeps_a_valid_candidate_whole():
-    assert (
-        longest_valid_prefix("print(x", ")\nprint(y)", "\n", "python") == ")\nprint(y)"
-    )
+    assert longest_valid_prefix("print(x", ")\nprint(y)", "\n", "python") == ")\nprint(y)"
 
 
 def test_longest_valid_prefix_cuts_before_a_bracket_that_never_closes():

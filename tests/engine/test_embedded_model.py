@@ -32,8 +32,10 @@ def loaded():
 def heldout(loaded):
     torch.manual_seed(0)
     engine = create_engine(loaded, EngineSettings(mode="single-line"))
-    rows = [run_case(engine, case, loaded.tokenizer, prefill_passes=1)
-            for case in held_out_line_cases(CASES, seed=CASE_SEED)]
+    rows = [
+        run_case(engine, case, loaded.tokenizer, prefill_passes=1)
+        for case in held_out_line_cases(CASES, seed=CASE_SEED)
+    ]
     return {**aggregate(rows), "rows": rows}
 
 

@@ -51,14 +51,22 @@ def _modules():
 
 def importers(module: str) -> set[str]:
     """The modules of the code (not the tests) that import `module` or a name from it."""
-    return {name for name, path in _modules()
-            if any(imported == module or imported.startswith(module + ".") for imported in imported_modules(path))}
+    return {
+        name
+        for name, path in _modules()
+        if any(imported == module or imported.startswith(module + ".") for imported in imported_modules(path))
+    }
 
 
 def test_the_tokens_never_written_are_listed_in_engine_tokens_only():
-    readers = {name for name, path in _modules()
-               if any(attribute in path.read_text(encoding="utf-8")
-                      for attribute in ("added_tokens_decoder", "all_special_ids", "all_special_tokens"))}
+    readers = {
+        name
+        for name, path in _modules()
+        if any(
+            attribute in path.read_text(encoding="utf-8")
+            for attribute in ("added_tokens_decoder", "all_special_ids", "all_special_tokens")
+        )
+    }
     assert readers == named("engine.tokens")
     assert named("engine.repair.diffusion", "engine.remote.client") <= importers("diffusion_infill.engine.tokens")
 
@@ -67,8 +75,9 @@ def test_answers_without_a_run_are_decided_in_one_module():
     # bench.calibrate counts how often document drafts are right: the numbers their estimate is made of;
     # engine.completion.line_drafts hands the document draft to the model as one candidate to judge
     without_run = named("engine.completion.without_run")
-    assert importers("diffusion_infill.engine.completion.document_drafts") == \
-        without_run | named("bench.calibrate", "engine.completion.line_drafts")
+    assert importers("diffusion_infill.engine.completion.document_drafts") == without_run | named(
+        "bench.calibrate", "engine.completion.line_drafts"
+    )
     assert importers("diffusion_infill.engine.completion.triggers") == without_run
     assert importers("diffusion_infill.engine.completion.suggestion_cache") == without_run
     assert "diffusion_infill.lsp.runs" in importers("diffusion_infill.engine.completion.without_run")
@@ -77,8 +86,9 @@ def test_answers_without_a_run_are_decided_in_one_module():
 def test_typing_along_is_decided_in_one_module():
     # the suggestion cache answers with the rest of a shown completion and gives a run its warm start;
     # the benchmark's typed-along scenario warm-starts the same way
-    assert importers("diffusion_infill.engine.completion.typed_along") == named("engine.completion.suggestion_cache",
-                                                                                 "bench.compare")
+    assert importers("diffusion_infill.engine.completion.typed_along") == named(
+        "engine.completion.suggestion_cache", "bench.compare"
+    )
 
 
 def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():
@@ -86,4 +96,5 @@ def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():
     listers = {name for name, path in _modules() if "AUTO_PAIR_CLOSERS =" in path.read_text(encoding="utf-8")}
     assert listers == named("engine.completion.auto_pairs")
     assert importers("diffusion_infill.engine.completion.auto_pairs") == named(
-        "engine.completion.document_drafts", "engine.completion.line_drafts", "lsp.items")
+        "engine.completion.document_drafts", "engine.completion.line_drafts", "lsp.items"
+    )

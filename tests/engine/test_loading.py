@@ -182,17 +182,27 @@ def _model_loads_without_use_kernels_false(path: Path) -> list[str]:
     """`X.from_pretrained(...)` calls of a model class (not a tokenizer) that do not pass use_kernels=False."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "from_pretrained" and "Tokenizer" not in ast.unparse(node.func.value)):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "from_pretrained"
+            and "Tokenizer" not in ast.unparse(node.func.value)
+        ):
             continue
-        off = any(k.arg == "use_kernels" and isinstance(k.value, ast.Constant) and k.value.value is False
-                  for k in node.keywords)
+        off = any(
+            k.arg == "use_kernels" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in node.keywords
+        )
         if not off:
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
 
 
 def test_every_model_load_in_the_project_turns_hub_kernels_off():
-    sources = [path for folder in ("src", "tests") for path in (ROOT / folder).rglob("*.py")
-               if not {"samples", "node_modules"} & set(path.parts)]  # samples: a half-typed file to complete
+    sources = [
+        path
+        for folder in ("src", "tests")
+        for path in (ROOT / folder).rglob("*.py")
+        if not {"samples", "node_modules"} & set(path.parts)
+    ]  # samples: a half-typed file to complete
     assert [hit for path in sources for hit in _model_loads_without_use_kernels_false(path)] == []

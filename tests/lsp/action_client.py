@@ -71,8 +71,14 @@ def span(text: str, part: str) -> types.Range:
     return types.Range(lines.position(start, "utf-16"), lines.position(start + len(part), "utf-16"))
 
 
-async def code_actions(editor: Editor, uri: str, where: types.Range, diagnostics=(), only=None,
-                       trigger: types.CodeActionTriggerKind | None = None):
+async def code_actions(
+    editor: Editor,
+    uri: str,
+    where: types.Range,
+    diagnostics=(),
+    only=None,
+    trigger: types.CodeActionTriggerKind | None = None,
+):
     context = types.CodeActionContext(diagnostics=list(diagnostics), only=only, trigger_kind=trigger)
     params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri), range=where, context=context)
     return await editor.client.text_document_code_action_async(params)

@@ -57,8 +57,11 @@ class DraftRecorder:
 
     def of(self, uri: str, version: int, position: types.Position | None = None) -> list[Any]:
         at = None if position is None else (position.line, position.character)
-        return [d for d in self.drafts if d.uri == uri and d.version == version
-                and (at is None or (d.position.line, d.position.character) == at)]
+        return [
+            d
+            for d in self.drafts
+            if d.uri == uri and d.version == version and (at is None or (d.position.line, d.position.character) == at)
+        ]
 
 
 def recording_client() -> LanguageClient:
@@ -75,8 +78,11 @@ def recording_client() -> LanguageClient:
 MODEL_PATH = {"documentDrafts": False, "quietAfter": ""}
 
 
-async def start(command: list[str], caps: types.ClientCapabilities, options: dict | None = None,
-                ) -> tuple[LanguageClient, types.InitializeResult]:
+async def start(
+    command: list[str],
+    caps: types.ClientCapabilities,
+    options: dict | None = None,
+) -> tuple[LanguageClient, types.InitializeResult]:
     client = recording_client()
     await client.start_io(*command)
     section = (options or {}).get("diffusionInfill")
@@ -105,7 +111,8 @@ class Editor:
         uri = f"file:///project/doc{next(_documents)}{suffix}"
         self.texts[uri], self.versions[uri] = text, 1
         self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, language, 1, text)))
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, language, 1, text))
+        )
         return uri
 
     def insert(self, uri: str, position: types.Position, text: str, encoding: str = "utf-16") -> None:
@@ -114,21 +121,32 @@ class Editor:
         self.texts[uri] = self.texts[uri][:offset] + text + self.texts[uri][offset:]
         self.versions[uri] += 1
         change = types.TextDocumentContentChangePartial(range=types.Range(position, position), text=text)
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]), [change]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]), [change]
+            )
+        )
 
     def end_of(self, uri: str, marker: str, encoding: str = "utf-16") -> types.Position:
         """The position right after the first `marker` in the document."""
         text = self.texts[uri]
         return Lines(text).position(text.index(marker) + len(marker), encoding)
 
-    def request(self, uri: str, position: types.Position, invoked: bool = False,
-                selected: types.SelectedCompletionInfo | None = None, msg_id: str | None = None) -> asyncio.Future:
+    def request(
+        self,
+        uri: str,
+        position: types.Position,
+        invoked: bool = False,
+        selected: types.SelectedCompletionInfo | None = None,
+        msg_id: str | None = None,
+    ) -> asyncio.Future:
         """Sends an inline completion request now, in order with the edits (not when awaited)."""
         kind = types.InlineCompletionTriggerKind.Invoked if invoked else types.InlineCompletionTriggerKind.Automatic
         params = types.InlineCompletionParams(
             context=types.InlineCompletionContext(trigger_kind=kind, selected_completion_info=selected),
-            text_document=types.TextDocumentIdentifier(uri), position=position)
+            text_document=types.TextDocumentIdentifier(uri),
+            position=position,
+        )
         sent = self.client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id)
         return asyncio.wrap_future(sent)
 

@@ -35,7 +35,7 @@ from diffusion_infill.lsp.documents import Documents
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 LAZY = {"resolve": True, "disabled": True}  # as VS Code: edits resolved lazily, disabled actions shown
 REQUEST_FAILED, INVALID_PARAMS = -32803, -32602
-BROKEN = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",]\n"
+BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",]\n'
 
 
 @pytest.fixture(scope="module")
@@ -127,17 +127,24 @@ class HeldEngine:
 
 def held_server(text: str) -> SimpleNamespace:
     """What the code action handlers use of the server, with a held engine and one open JSON document."""
-    server = SimpleNamespace(documents=Documents(), encoding="utf-16", fixes=actions.FixResults(),
-                             client_capabilities=action_capabilities(**LAZY), worker=HeldEngine())
+    server = SimpleNamespace(
+        documents=Documents(),
+        encoding="utf-16",
+        fixes=actions.FixResults(),
+        client_capabilities=action_capabilities(**LAZY),
+        worker=HeldEngine(),
+    )
     server.documents.open("file:///held.json", "json", 1, text)
     return server
 
 
 def request(text: str) -> types.CodeActionParams:
     end = types.Position(0, len(text))
-    return types.CodeActionParams(text_document=types.TextDocumentIdentifier("file:///held.json"),
-                                  range=types.Range(types.Position(0, 0), end),
-                                  context=types.CodeActionContext(diagnostics=[]))
+    return types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier("file:///held.json"),
+        range=types.Range(types.Position(0, 0), end),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
 
 
 async def test_the_code_action_answer_gives_the_engine_no_work():
@@ -154,8 +161,7 @@ async def test_an_edit_while_the_repair_runs_makes_resolve_fail():
     resolving = asyncio.ensure_future(actions.resolve(server, fix))
     await asyncio.sleep(0)  # one turn of the loop: the handler hands the repair to the engine
     assert len(server.worker.jobs) == 1
-    server.documents.change("file:///held.json", 2, [types.TextDocumentContentChangeWholeDocument("[1, 2]")],
-                            "utf-16")
+    server.documents.change("file:///held.json", 2, [types.TextDocumentContentChangeWholeDocument("[1, 2]")], "utf-16")
     server.worker.jobs[0].set_result(FixResult("[1, 2]", True))
     with pytest.raises(actions.RequestFailed, match="changed"):
         await resolving

@@ -17,8 +17,11 @@ from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE
 def params(document: Document, start: int, end: int, diagnostics=(), only=None) -> types.CodeActionParams:
     lines = Lines(document.text)
     where = types.Range(lines.position(start, "utf-16"), lines.position(end, "utf-16"))
-    return types.CodeActionParams(text_document=types.TextDocumentIdentifier(document.uri), range=where,
-                                  context=types.CodeActionContext(diagnostics=list(diagnostics), only=only))
+    return types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(document.uri),
+        range=where,
+        context=types.CodeActionContext(diagnostics=list(diagnostics), only=only),
+    )
 
 
 def offered(document: Document, request: types.CodeActionParams) -> list[tuple[str, int, int]]:
@@ -35,7 +38,9 @@ def test_a_json_looking_selection_anywhere_is_offered_fix_json():
     document = Document("file:///a.md", "markdown", 1, Rope(text))
     start = text.index("{")
     assert offered(document, params(document, start, start + 8)) == [
-        ("json", start, start + 8), ("regenerate", start, start + 8)]  # no Markdown rule is broken
+        ("json", start, start + 8),
+        ("regenerate", start, start + 8),
+    ]  # no Markdown rule is broken
 
 
 def test_a_selection_with_nothing_to_fix_is_not_offered_a_fix():
@@ -78,7 +83,8 @@ def test_markdown_diagnostics_and_the_selection_are_one_fix_over_all_of_them():
     [(name, first, last)] = offered(document, params(document, len(text), len(text), [table, fence]))
     assert (name, first, last) == ("markdown", start, len(text))  # one entry: the table's lines to the fence's end
     assert [t for t in offered(document, params(document, 0, len(text), [table, fence])) if t[0] == "markdown"] == [
-        ("markdown", 0, len(text))]  # the selection, which holds both
+        ("markdown", 0, len(text))
+    ]  # the selection, which holds both
     [target] = targets(document, params(document, len(text), len(text), [table, fence]), "utf-16")
     assert target.diagnostics == (table, fence)
 
@@ -91,15 +97,19 @@ def test_only_filters_by_kind_prefix():
 
 def test_other_servers_diagnostics_are_ignored():
     document = Document("file:///a.json", "json", 1, Rope('{"a": 1}'))
-    foreign = types.Diagnostic(range=types.Range(types.Position(0, 0), types.Position(0, 1)), message="x",
-                               source="another-server")
+    foreign = types.Diagnostic(
+        range=types.Range(types.Position(0, 0), types.Position(0, 1)), message="x", source="another-server"
+    )
     assert offered(document, params(document, 0, 0, [foreign])) == []
 
 
 def test_kept_results_are_bounded_and_the_least_recent_goes_first():
     results = FixResults(size=2)
-    first, second, third = ("file:///a", 1, "json", 0, 3), ("file:///a", 1, "json", 0, 4), \
-        ("file:///a", 2, "json", 0, 3)
+    first, second, third = (
+        ("file:///a", 1, "json", 0, 3),
+        ("file:///a", 1, "json", 0, 4),
+        ("file:///a", 2, "json", 0, 3),
+    )
     results.put(first, FixResult("a", True))
     results.put(second, FixResult("b", True))
     assert results.get(first).text == "a"  # now the most recent

@@ -55,7 +55,7 @@ async def test_code_action_kinds_are_advertised(session):
 
 
 async def test_broken_json_document_is_diagnosed_and_its_diagnostic_offers_the_fix(editor):
-    text = "{\n  name: 'demo',\n  \"tags\": [\"a\", \"b\",],\n  \"private\": True\n"
+    text = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
     uri, diagnostics = await open_diagnosed(editor, text, "json", ".json")
     assert diagnostics and all(d.source == "diffusion-infill" for d in diagnostics)
     actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics[:1])
@@ -90,7 +90,7 @@ async def test_fix_json_in_a_jsonc_document_keeps_comments_and_trailing_commas(e
 
 
 async def test_json_block_inside_markdown_is_fixed_and_nothing_else_changes(editor):
-    block = "{\"id\": 3, 'items': [1, 2 3], // counted\n \"done\": False,}"
+    block = '{"id": 3, \'items\': [1, 2 3], // counted\n "done": False,}'
     text = f"# Config\n\nThe settings:\n\n```json\n{block}\n```\n\nMore prose with *emphasis*.\n"
     uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
     assert diagnostics == []
@@ -99,7 +99,7 @@ async def test_json_block_inside_markdown_is_fixed_and_nothing_else_changes(edit
     fixed, edit = applied(text, titled(actions, FIX_JSON), uri)
     assert edit.range == span(text, block)  # the selection only
     start = text.index(block)
-    assert fixed[:start] == text[:start] and fixed.endswith(text[start + len(block):])
+    assert fixed[:start] == text[:start] and fixed.endswith(text[start + len(block) :])
     assert json.loads(edit.new_text) == {"id": 3, "items": [1, 2, 3], "done": False}
 
 
@@ -196,8 +196,11 @@ async def test_editing_the_document_republishes_its_diagnostics(editor):
 
 
 async def test_fixes_still_work_when_the_model_cannot_be_loaded(tmp_path):
-    client, _ = await start(serve_command(None, tmp_path / "t.json"), action_capabilities(**EAGER),
-                            {"diffusionInfill": {"model": str(tmp_path / "no-such-model")}})
+    client, _ = await start(
+        serve_command(None, tmp_path / "t.json"),
+        action_capabilities(**EAGER),
+        {"diffusionInfill": {"model": str(tmp_path / "no-such-model")}},
+    )
     try:
         editor = Editor(client)
         text = "[1, 2,"

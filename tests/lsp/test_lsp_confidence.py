@@ -34,8 +34,9 @@ async def session(model_dir, tmp_path_factory):
     model = tmp_path_factory.mktemp("calibrated") / "model"
     shutil.copytree(model_dir, model)
     Calibration({}, 0.0, 0.6, "every completion: 0.5").save(model)
-    client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
-                            OPTIONS)
+    client, _ = await start(
+        serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]), OPTIONS
+    )
     yield client
     await stop(client)
 
@@ -47,8 +48,11 @@ def final_step(session, uri: str, version: int) -> int:
 
 def configure(session, min_confidence: float | None) -> None:
     """minConfidence for the next requests; None: the checkpoint's 0.6, which withholds every completion."""
-    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], "minConfidence": min_confidence}}))
+    session.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], "minConfidence": min_confidence}}
+        )
+    )
 
 
 async def first_suggestion(editor: Editor) -> tuple[str, str, types.InlineCompletionItem]:

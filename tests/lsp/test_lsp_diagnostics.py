@@ -53,8 +53,11 @@ def publisher(server, caplog):
 
 def logged(caplog, words: str) -> list[int]:
     """The versions of the log lines that begin with `words` ("diagnosing", "diagnosed", "stopped diagnosing")."""
-    return [record.args[1] for record in caplog.records
-            if record.name == diagnostics.__name__ and record.msg.startswith(words + " %s version")]
+    return [
+        record.args[1]
+        for record in caplog.records
+        if record.name == diagnostics.__name__ and record.msg.startswith(words + " %s version")
+    ]
 
 
 async def until_logged(caplog, words: str, version: int) -> None:

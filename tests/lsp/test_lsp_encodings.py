@@ -25,14 +25,25 @@ def scripted():
     server.close()
 
 
-@pytest.mark.parametrize(("offered", "negotiated", "end", "cursor", "inside"), [
-    # 😀 is 4 bytes, 中 3: column 11 is inside 😀; the cursor is after the edit's f('🎉', 8 bytes
-    (["utf-8", "utf-16"], "utf-8", 20, 28, 11),
-    (["utf-32", "utf-16"], "utf-32", 15, 20, None),  # code points: nothing is inside anything
-])
+@pytest.mark.parametrize(
+    ("offered", "negotiated", "end", "cursor", "inside"),
+    [
+        # 😀 is 4 bytes, 中 3: column 11 is inside 😀; the cursor is after the edit's f('🎉', 8 bytes
+        (["utf-8", "utf-16"], "utf-8", 20, 28, 11),
+        (["utf-32", "utf-16"], "utf-32", 15, 20, None),  # code points: nothing is inside anything
+    ],
+)
 async def test_negotiated_encoding_counts_columns(scripted, tmp_path, offered, negotiated, end, cursor, inside):
-    options = {"diffusionInfill": {"engine": "openai", "url": scripted.url, "model": "scripted",
-                                   "promptFormat": "fim", "minConfidence": 0, "timeout": 120}}
+    options = {
+        "diffusionInfill": {
+            "engine": "openai",
+            "url": scripted.url,
+            "model": "scripted",
+            "promptFormat": "fim",
+            "minConfidence": 0,
+            "timeout": 120,
+        }
+    }
     client, result = await start(serve_command(None, tmp_path / "t.json"), capabilities(offered), options)
     try:
         assert result.capabilities.position_encoding == negotiated

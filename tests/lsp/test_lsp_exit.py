@@ -37,8 +37,12 @@ async def test_exit_during_a_long_diagnostic_ends_the_process_and_the_diagnostic
     client = LanguageClient("exit-test", "1")  # not pytest-lsp's, which reads the server's stderr itself
     await client.start_io(*serve_command(None, tmp_path / "t.json", verbose=True))
     process = client._server
-    await client.initialize_async(types.InitializeParams(
-        capabilities=capabilities(), initialization_options={"diffusionInfill": {"model": str(tmp_path / "no-model")}}))
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=capabilities(),
+            initialization_options={"diffusionInfill": {"model": str(tmp_path / "no-model")}},
+        )
+    )
     uri = Editor(client).open(SLOW_TO_DIAGNOSE, "json", ".json")
     await asyncio.wait_for(computing(process.stderr, uri), 60)
     helpers = children(process.pid)  # the diagnostics process, and multiprocessing's resource tracker

@@ -29,8 +29,11 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def package_graph(package: str) -> dict[str, set[str]]:
-    modules = {f"diffusion_infill.{package}.{path.stem}": path for path in (PACKAGE / package).glob("*.py")
-               if path.stem != "__init__"}
+    modules = {
+        f"diffusion_infill.{package}.{path.stem}": path
+        for path in (PACKAGE / package).glob("*.py")
+        if path.stem != "__init__"
+    }
     return {name: imported_modules(path) & set(modules) for name, path in modules.items()}
 
 
@@ -45,8 +48,11 @@ def test_lsp_modules_import_each_other_without_a_circle():
 
 def test_engine_never_imports_lsp():
     lsp = "diffusion_infill.lsp"
-    offenders = {str(path.relative_to(PACKAGE)) for path in (PACKAGE / "engine").rglob("*.py")
-                 if any(name == lsp or name.startswith(lsp + ".") for name in imported_modules(path))}
+    offenders = {
+        str(path.relative_to(PACKAGE))
+        for path in (PACKAGE / "engine").rglob("*.py")
+        if any(name == lsp or name.startswith(lsp + ".") for name in imported_modules(path))
+    }
     assert offenders == set()
 
 

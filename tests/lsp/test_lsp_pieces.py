@@ -48,8 +48,17 @@ def test_items_drop_empty_and_repeated_completions():
 
 
 def test_settings_merge_keeps_good_values_and_reports_bad_ones():
-    section = section_of({"diffusionInfill": {"maxSteps": 8, "mode": "sideways", "entropyBound": -1,
-                                              "enabledLanguages": ["python"], "colour": "red"}})
+    section = section_of(
+        {
+            "diffusionInfill": {
+                "maxSteps": 8,
+                "mode": "sideways",
+                "entropyBound": -1,
+                "enabledLanguages": ["python"],
+                "colour": "red",
+            }
+        }
+    )
     settings, problems = merge(ServerSettings(), section)
     assert settings.max_steps == 8 and settings.enabled_languages == ("python",)
     assert settings.mode == "auto" and settings.entropy_bound is None
@@ -58,10 +67,17 @@ def test_settings_merge_keeps_good_values_and_reports_bad_ones():
     assert settings.enabled_for("python") and not settings.enabled_for("markdown")
 
 
-@pytest.mark.parametrize("payload", [
-    {"diffusionInfill": []},  # Neovim: an empty Lua table is encoded as a JSON array
-    {"diffusionInfill": None}, {"diffusionInfill": {}}, [], None, {},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"diffusionInfill": []},  # Neovim: an empty Lua table is encoded as a JSON array
+        {"diffusionInfill": None},
+        {"diffusionInfill": {}},
+        [],
+        None,
+        {},
+    ],
+)
 def test_empty_or_missing_sections_change_nothing_and_say_nothing(payload):
     for section in (section_of(payload), initialization_section(payload)):
         assert merge(ServerSettings(), section) == (ServerSettings(), [])
@@ -102,15 +118,19 @@ def test_two_servers_on_one_telemetry_file_keep_both_counts(tmp_path):
     second.accepted("invoked")
     saved = json.loads(path.read_text())
     assert (saved["requests"], saved["items"], saved["accepted"]) == (2, 3, 2)
-    assert saved["by_trigger"] == {"automatic": {"requests": 1, "items": 2, "accepted": 1},
-                                   "invoked": {"requests": 1, "items": 1, "accepted": 1}}
+    assert saved["by_trigger"] == {
+        "automatic": {"requests": 1, "items": 2, "accepted": 1},
+        "invoked": {"requests": 1, "items": 1, "accepted": 1},
+    }
     assert second.counts.accepted == 2  # what the file says now, not only its own
 
 
 def test_servers_writing_at_the_same_time_lose_no_count(tmp_path):
     path, each = tmp_path / "acceptance.json", 150
-    script = ("import sys; from pathlib import Path; from diffusion_infill.lsp.telemetry import Telemetry; "
-              f"t = Telemetry(Path(sys.argv[1])); [t.offered('automatic', 1) for _ in range({each})]")
+    script = (
+        "import sys; from pathlib import Path; from diffusion_infill.lsp.telemetry import Telemetry; "
+        f"t = Telemetry(Path(sys.argv[1])); [t.offered('automatic', 1) for _ in range({each})]"
+    )
     writers = [subprocess.Popen([sys.executable, "-c", script, str(path)]) for _ in range(2)]
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0]
     saved = json.loads(path.read_text())

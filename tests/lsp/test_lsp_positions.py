@@ -56,10 +56,15 @@ def test_incremental_changes_apply_in_order():
     documents = Documents()
     documents.open("file:///a.py", "python", 1, "x = '😀'\nprint(x)\n")
     after_emoji = Position(0, 7)  # x, space, =, space, quote, emoji (2 units)
-    documents.change("file:///a.py", 2, [
-        TextDocumentContentChangePartial(range=Range(after_emoji, after_emoji), text="中文"),
-        TextDocumentContentChangePartial(range=Range(Position(1, 6), Position(1, 7)), text="x, '😀'"),
-    ], UTF16)
+    documents.change(
+        "file:///a.py",
+        2,
+        [
+            TextDocumentContentChangePartial(range=Range(after_emoji, after_emoji), text="中文"),
+            TextDocumentContentChangePartial(range=Range(Position(1, 6), Position(1, 7)), text="x, '😀'"),
+        ],
+        UTF16,
+    )
     document = documents.get("file:///a.py")
     assert (document.version, str(document.text)) == (2, "x = '😀中文'\nprint(x, '😀')\n")
     documents.change("file:///a.py", 3, [TextDocumentContentChangeWholeDocument(text="new")], UTF16)
@@ -98,8 +103,9 @@ def test_a_keystroke_in_a_big_document_scans_only_around_the_edit():
     assert len(documents.get("file:///big.py").lines) == 40_001  # the one full scan, when first needed
     with mock.patch.object(positions, "_starts_after_breaks", wraps=positions._starts_after_breaks) as scan:
         middle = Position(10_001, 4)
-        documents.change("file:///big.py", 2, [TextDocumentContentChangePartial(range=Range(middle, middle),
-                                                                                text="y\r\n")], UTF16)
+        documents.change(
+            "file:///big.py", 2, [TextDocumentContentChangePartial(range=Range(middle, middle), text="y\r\n")], UTF16
+        )
         lines = documents.get("file:///big.py").lines
     assert [high - low for _, low, high in (call.args for call in scan.call_args_list)] == [4]
     assert lines.line(10_001) == "    y" and lines.line(10_002) == "return x  # 中"

@@ -30,8 +30,15 @@ def remote_command(url: str, model: str, telemetry, *extra: str) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_completions_come_from_the_server(openai_server, tmp_path):
-    command = remote_command(openai_server.url, openai_server.fim_model, tmp_path / "t.json",
-                             "--timeout", PATIENT, "--invoked-timeout", PATIENT)
+    command = remote_command(
+        openai_server.url,
+        openai_server.fim_model,
+        tmp_path / "t.json",
+        "--timeout",
+        PATIENT,
+        "--invoked-timeout",
+        PATIENT,
+    )
     client, _ = await start(command, action_capabilities(resolve=False, disabled=True))
     try:
         editor = Editor(client)
@@ -70,7 +77,9 @@ async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
         assert message.type == types.MessageType.Error and url in message.message
         # infill/status: an error naming the served model and its URL, once, as the message
         assert [(s.state, s.engine, s.model) for s in client.statuses.drafts] == [
-            ("loading", "openai", "served-name"), ("error", "openai", "served-name")]
+            ("loading", "openai", "served-name"),
+            ("error", "openai", "served-name"),
+        ]
         assert url in client.statuses.drafts[-1].message
     finally:
         await stop(client)
@@ -79,8 +88,9 @@ async def test_nothing_listening_is_answered_empty_and_told_once(tmp_path):
 @pytest.mark.asyncio
 async def test_a_server_that_never_answers_times_out_and_stale_requests_are_closed(tmp_path):
     silent = SilentServer()
-    command = remote_command(silent.url, "m", tmp_path / "t.json", "--prompt-format", "fim", "--timeout", "0.3",
-                             "--invoked-timeout", PATIENT)
+    command = remote_command(
+        silent.url, "m", tmp_path / "t.json", "--prompt-format", "fim", "--timeout", "0.3", "--invoked-timeout", PATIENT
+    )
     client, _ = await start(command, capabilities(["utf-16"]))
     try:
         editor = Editor(client)
@@ -99,8 +109,18 @@ async def test_a_server_that_never_answers_times_out_and_stale_requests_are_clos
 
 
 def test_settings_choose_the_engine_and_its_server():
-    section = section_of({"diffusionInfill": {"engine": "openai", "url": "http://gpu:8000/v1", "model": "dg",
-                                              "promptFormat": "diffusion", "timeout": 0.5, "invokedTimeout": 0}})
+    section = section_of(
+        {
+            "diffusionInfill": {
+                "engine": "openai",
+                "url": "http://gpu:8000/v1",
+                "model": "dg",
+                "promptFormat": "diffusion",
+                "timeout": 0.5,
+                "invokedTimeout": 0,
+            }
+        }
+    )
     settings, problems = merge(ServerSettings(), section)
     assert settings.remote_settings() == RemoteSettings("http://gpu:8000/v1", "dg", "diffusion", timeout=0.5)
     assert len(problems) == 1 and "invokedTimeout" in problems[0]
@@ -119,8 +139,7 @@ async def test_the_api_key_goes_only_to_the_url_it_was_configured_for(tmp_path, 
     monkeypatch.delenv("DIFFUSION_INFILL_API_URL", raising=False)
     configured, elsewhere = SilentServer(), SilentServer()
     options = {"diffusionInfill": {"engine": "openai", "url": elsewhere.url, "model": "m"}}
-    client, _ = await start(remote_command(configured.url, "m", tmp_path / "t.json"), capabilities(["utf-16"]),
-                            options)
+    client, _ = await start(remote_command(configured.url, "m", tmp_path / "t.json"), capabilities(["utf-16"]), options)
     try:
         probe = await asyncio.to_thread(elsewhere.next_request, float(PATIENT))
         assert probe.head.startswith(b"POST /v1/") and probe.header("Authorization") is None

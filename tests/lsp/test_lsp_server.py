@@ -180,17 +180,43 @@ async def test_two_documents_at_once(session, editor):
     final_of(session, data, 1, at_data)
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("wrong types", {"textDocument": {"uri": 7}, "position": {"line": "x", "character": 0},
-                     "context": {"triggerKind": 1}}),
-    ("missing context", {"textDocument": {"uri": "file:///project/open.py"}, "position": {"line": 0, "character": 0}}),
-    ("negative line", {"textDocument": {"uri": "file:///project/open.py"}, "position": {"line": -1, "character": 0},
-                       "context": {"triggerKind": 2}}),
-    ("line out of range", {"textDocument": {"uri": "file:///project/open.py"},
-                           "position": {"line": 999, "character": 0}, "context": {"triggerKind": 2}}),
-    ("unknown document", {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0},
-                          "context": {"triggerKind": 2}}),
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        (
+            "wrong types",
+            {"textDocument": {"uri": 7}, "position": {"line": "x", "character": 0}, "context": {"triggerKind": 1}},
+        ),
+        (
+            "missing context",
+            {"textDocument": {"uri": "file:///project/open.py"}, "position": {"line": 0, "character": 0}},
+        ),
+        (
+            "negative line",
+            {
+                "textDocument": {"uri": "file:///project/open.py"},
+                "position": {"line": -1, "character": 0},
+                "context": {"triggerKind": 2},
+            },
+        ),
+        (
+            "line out of range",
+            {
+                "textDocument": {"uri": "file:///project/open.py"},
+                "position": {"line": 999, "character": 0},
+                "context": {"triggerKind": 2},
+            },
+        ),
+        (
+            "unknown document",
+            {
+                "textDocument": {"uri": "file:///nowhere.py"},
+                "position": {"line": 0, "character": 0},
+                "context": {"triggerKind": 2},
+            },
+        ),
+    ],
+)
 async def test_malformed_requests_get_an_error_and_the_server_keeps_serving(session, editor, name, params):
     uri = editor.open("x = 1\n")
     params = json.loads(json.dumps(params).replace("file:///project/open.py", uri))
@@ -204,8 +230,11 @@ async def test_settings_change_languages_and_bad_values(session, editor):
     uri = editor.open("answer = \n")
     position = types.Position(0, 9)
     shown = session.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # waiting before it can come
-    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"diffusionInfill": {"enabledLanguages": ["markdown"], "maxSteps": "many"}}))
+    session.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"diffusionInfill": {"enabledLanguages": ["markdown"], "maxSteps": "many"}}
+        )
+    )
     message = await asyncio.wrap_future(shown)
     assert "maxSteps" in message.message and message.type == types.MessageType.Warning
     assert await editor.request(uri, position, invoked=True) == []
@@ -218,11 +247,13 @@ async def test_settings_change_languages_and_bad_values(session, editor):
 async def test_accepting_an_item_is_counted_locally(session):
     before = json.loads(session.telemetry_path.read_text())["accepted"] if session.telemetry_path.exists() else 0
     await session.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["automatic"]))
+        types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["automatic"])
+    )
     counts = json.loads(session.telemetry_path.read_text())
     assert counts["accepted"] == before + 1
     assert counts["by_trigger"]["automatic"]["accepted"] >= 1
     assert set(counts) == {"requests", "items", "accepted", "by_trigger"}  # counts only
     with pytest.raises(JsonRpcException):
         await session.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["file contents"]))
+            types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["file contents"])
+        )

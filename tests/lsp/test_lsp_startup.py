@@ -46,13 +46,17 @@ async def test_initialize_and_a_document_draft_are_answered_before_the_model_sta
     """The first key typed gets the document's draft while torch is still to come; the engine thread
     imports the model stack, and the model is ready once it may."""
     gate, asked = tmp_path / "gate", tmp_path / "asked"
-    serve = serve_command(None, tmp_path / "t.json")[len(CLI):]
+    serve = serve_command(None, tmp_path / "t.json")[len(CLI) :]
     client = recording_client()
     await client.start_io(sys.executable, "-c", HELD_MODEL_STACK, str(gate), str(asked), *serve)
     try:
         options = {"diffusionInfill": {"documentDrafts": True, "quietAfter": None}}  # the defaults
-        await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=capabilities(["utf-16"]), initialization_options=options)), HANG_TIMEOUT)
+        await asyncio.wait_for(
+            client.initialize_session(
+                types.InitializeParams(capabilities=capabilities(["utf-16"]), initialization_options=options)
+            ),
+            HANG_TIMEOUT,
+        )
         editor = Editor(client)
         uri = editor.open(RESETTING + "\n")
         [item] = await asyncio.wait_for(editor.request(uri, editor.end_of(uri, RESETTING)), HANG_TIMEOUT)
@@ -76,14 +80,21 @@ async def test_unloadable_model_is_reported_and_requests_still_answered(tmp_path
     client = recording_client()
     await client.start_io(*serve_command(None, tmp_path / "t.json"))  # the editor's settings name it
     shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
-    request = {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0},
-               "context": {"triggerKind": 1}}
+    request = {
+        "textDocument": {"uri": "file:///a.py"},
+        "position": {"line": 0, "character": 0},
+        "context": {"triggerKind": 1},
+    }
     try:
         with pytest.raises(JsonRpcException) as early:
             await send_raw(client, types.TEXT_DOCUMENT_INLINE_COMPLETION, request, msg_id="before initialize")
         assert early.value.code == SERVER_NOT_INITIALIZED
-        await client.initialize_session(types.InitializeParams(
-            capabilities=capabilities(["utf-16"]), initialization_options={"diffusionInfill": {"model": str(missing)}}))
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities(["utf-16"]),
+                initialization_options={"diffusionInfill": {"model": str(missing)}},
+            )
+        )
         message = await asyncio.wrap_future(shown)
         assert message.type == types.MessageType.Error
         assert str(missing) in message.message and "no such directory" in message.message  # what was tried
@@ -114,8 +125,11 @@ async def test_an_uncalibrated_checkpoint_is_reported(model_dir, tmp_path):
     await client.start_io(*serve_command(uncalibrated, tmp_path / "t.json"))
     shown = client.protocol.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # before it can be sent
     try:
-        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
-                                                               initialization_options={"diffusionInfill": MODEL_PATH}))
+        await client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities(["utf-16"]), initialization_options={"diffusionInfill": MODEL_PATH}
+            )
+        )
         message = await asyncio.wait_for(asyncio.wrap_future(shown), 120)  # a loaded model: seconds
         assert message.type == types.MessageType.Info
         assert f"{uncalibrated} is not calibrated" in message.message
@@ -126,8 +140,9 @@ async def test_an_uncalibrated_checkpoint_is_reported(model_dir, tmp_path):
 @pytest.mark.asyncio
 async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
     command = serve_command(model_dir, tmp_path / "t.json", "--tcp", "0")  # port 0: the system picks one
-    process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.DEVNULL,
-                                                   stderr=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
     try:
         serving = None
         while serving is None:  # the server says where it listens once the socket is bound
@@ -139,8 +154,9 @@ async def test_tcp_transport_binds_localhost(model_dir, tmp_path):
         client = recording_client()
         await client.start_tcp(host, port)
         options = {"maxSteps": 2, "quietAfter": ""}  # a run even right after "x = "
-        await client.initialize_session(types.InitializeParams(capabilities=capabilities(["utf-16"]),
-                                                               initialization_options=options))
+        await client.initialize_session(
+            types.InitializeParams(capabilities=capabilities(["utf-16"]), initialization_options=options)
+        )
         editor = Editor(client)
         uri = editor.open("x = \n")
         assert isinstance(await editor.request(uri, types.Position(0, 4)), list)

@@ -53,8 +53,9 @@ async def test_status_goes_from_loading_to_ready_and_again_after_a_reload(model_
 
 async def test_a_model_that_cannot_load_is_an_error_status_with_the_reason(tmp_path):
     missing = tmp_path / "no-such-model"
-    client, _ = await start(serve_command(None, tmp_path / "t.json"), capabilities(["utf-16"]),
-                            {"diffusionInfill": {"model": str(missing)}})  # serve refuses it on its command line
+    client, _ = await start(
+        serve_command(None, tmp_path / "t.json"), capabilities(["utf-16"]), {"diffusionInfill": {"model": str(missing)}}
+    )  # serve refuses it on its command line
     try:
         failed = await next_status(client, lambda status: status.state != "loading")
         assert failed.state == "error" and str(missing) in failed.message

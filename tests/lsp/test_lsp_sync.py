@@ -36,9 +36,16 @@ def test_a_change_that_names_no_place_marks_the_document_out_of_sync_until_the_w
     assert (document.version, document.in_sync) == (2, False)
     documents.change(URI, 3, [_partial(Position(0, 9), " 2]")], UTF16)  # applies cleanly to the stale text
     assert (document.version, document.in_sync) == (3, False)  # and is not applied: raised only once
-    documents.change(URI, 4, [_partial(Position(0, 0), "junk"),
-                              TextDocumentContentChangeWholeDocument(text='["x"'),
-                              _partial(Position(0, 4), "]")], UTF16)
+    documents.change(
+        URI,
+        4,
+        [
+            _partial(Position(0, 0), "junk"),
+            TextDocumentContentChangeWholeDocument(text='["x"'),
+            _partial(Position(0, 4), "]"),
+        ],
+        UTF16,
+    )
     assert (document.version, document.in_sync, str(document.text)) == (4, True, '["x"]')
 
 
@@ -52,8 +59,9 @@ def test_reopening_brings_the_document_back():
 
 async def test_after_a_lost_change_no_edit_is_offered_until_the_editor_sends_the_whole_text(tmp_path):
     eager = action_capabilities(resolve=False, disabled=True)  # edits come with the actions
-    client, _ = await start(serve_command(None, tmp_path / "t.json"), eager,
-                            {"diffusionInfill": {"model": str(tmp_path / "no-such-model")}})
+    client, _ = await start(
+        serve_command(None, tmp_path / "t.json"), eager, {"diffusionInfill": {"model": str(tmp_path / "no-such-model")}}
+    )
     try:
         editor = Editor(client)
         text = '["😀", 1,'
@@ -64,7 +72,8 @@ async def test_after_a_lost_change_no_edit_is_offered_until_the_editor_sends_the
             editor.versions[uri] += 1  # a change the server cannot apply; the editor's text has it
             identifier = types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri])
             client.text_document_did_change(
-                types.DidChangeTextDocumentParams(identifier, [_partial(INSIDE_THE_EMOJI, "x")]))
+                types.DidChangeTextDocumentParams(identifier, [_partial(INSIDE_THE_EMOJI, "x")])
+            )
             editor.texts[uri] = '["x😀", 1,'
             editor.insert(uri, Position(0, 10), " 2")  # a change that would apply to the server's stale copy
             return uri
@@ -73,16 +82,23 @@ async def test_after_a_lost_change_no_edit_is_offered_until_the_editor_sends_the
         assert not cleared.diagnostics
         assert not await code_actions(editor, uri, diagnostics[0].range, diagnostics)
         assert len(lost(client)) == 1
-        completion = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
-            text_document=types.TextDocumentIdentifier(uri), position=Position(0, 2)))
+        completion = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+                text_document=types.TextDocumentIdentifier(uri),
+                position=Position(0, 2),
+            )
+        )
         assert not completion
 
         def send_the_whole_text() -> str:
             editor.versions[uri] += 1
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
-                [TextDocumentContentChangeWholeDocument(text=editor.texts[uri])]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+                    [TextDocumentContentChangeWholeDocument(text=editor.texts[uri])],
+                )
+            )
             return uri
 
         diagnosed = await published_after(editor, send_the_whole_text)

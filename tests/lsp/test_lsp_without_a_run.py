@@ -22,9 +22,10 @@ from diffusion_infill.engine.completion.confidence import Calibration
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-OPTIONS = {"diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True,
-                               "quietAfter": None}}  # the defaults, which lsp_client.start would turn off
-QUIET = " :),\""  # the checkpoint's quiet characters (its calibration); `.` left out
+OPTIONS = {
+    "diffusionInfill": {"maxSteps": 4, "mode": "single-line", "documentDrafts": True, "quietAfter": None}
+}  # the defaults, which lsp_client.start would turn off
+QUIET = ' :),"'  # the checkpoint's quiet characters (its calibration); `.` left out
 ONCE = CLASS + "        self.count"  # `self.count` is followed by ` = 0` once: estimated under 0.6
 
 
@@ -33,8 +34,9 @@ async def session(model_dir, tmp_path_factory):
     model = tmp_path_factory.mktemp("calibrated") / "model"
     shutil.copytree(model_dir, model)
     Calibration({}, 0.0, 0.6, "every completion: 0.5", quiet_after=QUIET).save(model)
-    client, _ = await start(serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]),
-                            OPTIONS)
+    client, _ = await start(
+        serve_command(model, tmp_path_factory.mktemp("t") / "t.json"), capabilities(["utf-16"]), OPTIONS
+    )
     editor = Editor(client)  # an invoked request waits for the model: its threshold is known from then on
     uri = editor.open("x = 1\n")
     await editor.request(uri, editor.end_of(uri, "x = "), invoked=True)
@@ -43,8 +45,9 @@ async def session(model_dir, tmp_path_factory):
 
 
 def configure(session, **settings) -> None:
-    session.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], **settings}}))
+    session.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"diffusionInfill": {**OPTIONS["diffusionInfill"], **settings}})
+    )
 
 
 def final_step(session, uri: str) -> int:

@@ -46,14 +46,17 @@ class RawServer:
         """`env` is added to this process's environment; a None value removes the variable."""
         environment = {**os.environ, **(env or {})}
         environment = {name: value for name, value in environment.items() if value is not None}
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=environment)
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+        )
         self.messages: list[dict] = []  # everything the server sent, in order
         self.stderr: list[str] = []
         self._arrived = threading.Condition()
         self._writing = threading.Lock()  # the frame reader answers server requests too
-        self._threads = [threading.Thread(target=self._read_frames, daemon=True),
-                         threading.Thread(target=self._read_log, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._read_frames, daemon=True),
+            threading.Thread(target=self._read_log, daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -158,8 +161,10 @@ class RawServer:
     # Lifecycle
 
     def initialize(self, options: dict | None = None, capabilities: dict | None = None) -> dict:
-        result = self.call("initialize", {"processId": None, "rootUri": None, "capabilities": capabilities or {},
-                                          "initializationOptions": options})
+        result = self.call(
+            "initialize",
+            {"processId": None, "rootUri": None, "capabilities": capabilities or {}, "initializationOptions": options},
+        )
         self.notify("initialized", {})
         return result
 
@@ -197,10 +202,17 @@ def thread_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
-def start_server(model: Path | str | None, tmp_path: Path, *extra: str, options: dict | None = FAST,
-                 verbose: bool = False, env: dict[str, str | None] | None = None) -> RawServer:
+def start_server(
+    model: Path | str | None,
+    tmp_path: Path,
+    *extra: str,
+    options: dict | None = FAST,
+    verbose: bool = False,
+    env: dict[str, str | None] | None = None,
+) -> RawServer:
     """A server on `model`, initialized; its first completion waits for the model to load."""
-    server = RawServer(serve_command(model, tmp_path / "telemetry.json", "--threads", "1", *extra, verbose=verbose),
-                       env)
+    server = RawServer(
+        serve_command(model, tmp_path / "telemetry.json", "--threads", "1", *extra, verbose=verbose), env
+    )
     server.initialize(options)
     return server

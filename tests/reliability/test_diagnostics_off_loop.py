@@ -29,27 +29,44 @@ def server(tmp_path_factory):
 
 
 def did_open(uri: str, text: str, language: str = "json") -> bytes:
-    return frame(encode({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
-        "textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}}))
+    return frame(
+        encode(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didOpen",
+                "params": {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}},
+            }
+        )
+    )
 
 
 def did_change(uri: str, version: int, text: str) -> bytes:
-    return frame(encode({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-        "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}}))
+    return frame(
+        encode(
+            {
+                "jsonrpc": "2.0",
+                "method": "textDocument/didChange",
+                "params": {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]},
+            }
+        )
+    )
 
 
 def published(server: RawServer, uri: str, version: int, start: int = 0) -> int:
     """The index of the first publishDiagnostics for `uri` at `version`, from message `start` on."""
-    message = server.wait_for(lambda m: m.get("method") == PUBLISH and m["params"]["uri"] == uri
-                              and m["params"].get("version") == version, start)
+    message = server.wait_for(
+        lambda m: m.get("method") == PUBLISH and m["params"]["uri"] == uri and m["params"].get("version") == version,
+        start,
+    )
     return server.messages.index(message)
 
 
 def answered(server: RawServer, uri: str) -> int:
     """Asks for code actions at an empty range of `uri` (answered without the model): the answer's index."""
     where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
-    msg_id = server.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": where,
-                                                        "context": {"diagnostics": []}})
+    msg_id = server.request(
+        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": where, "context": {"diagnostics": []}}
+    )
     answer = server.response(msg_id)
     assert "result" in answer, answer
     return server.messages.index(answer)
@@ -89,11 +106,13 @@ def test_a_burst_of_edits_never_publishes_a_version_older_than_the_document(serv
 def test_a_document_over_the_limit_gets_no_diagnostics_and_one_log_message(server, language, limit):
     uri = f"file:///diagnostics/over-the-limit.{language}"
     start = len(server.messages)
-    for version, frames in enumerate((did_open(uri, "x" * (limit + 1), language),
-                                      did_change(uri, 2, "x" * (limit + 2))), start=1):
+    for version, frames in enumerate(
+        (did_open(uri, "x" * (limit + 1), language), did_change(uri, 2, "x" * (limit + 2))), start=1
+    ):
         server.write(frames)
         assert server.messages[published(server, uri, version, start)]["params"]["diagnostics"] == []
-    told = [m for m in server.messages[start:] if m.get("method") == "window/logMessage"
-            and uri in m["params"]["message"]]
+    told = [
+        m for m in server.messages[start:] if m.get("method") == "window/logMessage" and uri in m["params"]["message"]
+    ]
     assert len(told) == 1, told
     assert f"{limit:,}" in told[0]["params"]["message"]

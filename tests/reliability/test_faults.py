@@ -66,8 +66,9 @@ def job(drafts: list | None = None) -> Job:
 
 
 @pytest.mark.parametrize("failure", FAILURES)
-def test_a_failing_denoising_step_fails_that_request_clearly_and_the_next_one_works(worker, monkeypatch, caplog,
-                                                                                    failure):
+def test_a_failing_denoising_step_fails_that_request_clearly_and_the_next_one_works(
+    worker, monkeypatch, caplog, failure
+):
     runs = fail_at_step(monkeypatch, step=2, failure=FAILURES[failure])
     drafts = []
     with caplog.at_level(logging.ERROR, logger="diffusion_infill.lsp.worker"):
@@ -127,6 +128,7 @@ def test_prefix_cache_recovers_from_an_encoder_that_fails_midway(tiny_loaded, mo
 
 def broken_checkpoints(good: Path, root: Path) -> dict[str, tuple[Path, str]]:
     """Copies of a good checkpoint, each broken one way, with what its error must say."""
+
     def copy(name: str) -> Path:
         return Path(shutil.copytree(good, root / name))
 
@@ -158,8 +160,14 @@ def nan_checkpoint(good: Path, root: Path) -> Path:
 
     directory = Path(shutil.copytree(good, root / "nan-weights"))
     weights = load_file(directory / "model.safetensors")
-    save_file({name: torch.full_like(tensor, float("nan")) if tensor.is_floating_point() else tensor
-               for name, tensor in weights.items()}, directory / "model.safetensors", metadata={"format": "pt"})
+    save_file(
+        {
+            name: torch.full_like(tensor, float("nan")) if tensor.is_floating_point() else tensor
+            for name, tensor in weights.items()
+        },
+        directory / "model.safetensors",
+        metadata={"format": "pt"},
+    )
     return directory
 
 
@@ -171,13 +179,23 @@ class Session:
 
     def __init__(self, server: RawServer):
         self.server, self.version = server, 1
-        server.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "python", "version": 1,
-                                                                "text": REQUEST.prefix + REQUEST.suffix}})
+        server.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": URI,
+                    "languageId": "python",
+                    "version": 1,
+                    "text": REQUEST.prefix + REQUEST.suffix,
+                }
+            },
+        )
 
     def switch(self, model: Path) -> None:
         """Loads `model` (requests after this wait for the load)."""
-        self.server.notify("workspace/didChangeConfiguration",
-                           {"settings": {"diffusionInfill": {"model": str(model), "maxSteps": 2}}})
+        self.server.notify(
+            "workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {"model": str(model), "maxSteps": 2}}}
+        )
 
     def shown_error(self, start: int) -> str:
         """The error the user was shown, from message `start` on."""
@@ -187,10 +205,19 @@ class Session:
 
     def complete(self) -> dict:
         self.version += 1  # a new version each time: never the previous result again
-        self.server.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": self.version},
-                                                      "contentChanges": [{"text": REQUEST.prefix + REQUEST.suffix}]})
-        return self.server.response(self.server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": URI}, "position": {"line": 1, "character": 11}, "context": {"triggerKind": 2}}))
+        self.server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": URI, "version": self.version},
+                "contentChanges": [{"text": REQUEST.prefix + REQUEST.suffix}],
+            },
+        )
+        return self.server.response(
+            self.server.request(
+                "textDocument/inlineCompletion",
+                {"textDocument": {"uri": URI}, "position": {"line": 1, "character": 11}, "context": {"triggerKind": 2}},
+            )
+        )
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +264,16 @@ def test_the_server_exits_when_the_session_ends(tiny_model_dir, tmp_path, ending
     try:
         if ending == "exit after shutdown":
             server.call("shutdown", None)
-            after = server.response(server.request("textDocument/inlineCompletion", {
-                "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}, "context": {"triggerKind": 2}}))
+            after = server.response(
+                server.request(
+                    "textDocument/inlineCompletion",
+                    {
+                        "textDocument": {"uri": URI},
+                        "position": {"line": 0, "character": 0},
+                        "context": {"triggerKind": 2},
+                    },
+                )
+            )
             assert after["error"]["code"] == -32600  # InvalidRequest: nothing runs after shutdown
             server.notify("exit", None)
         elif ending == "stdin closed mid-frame":

@@ -26,8 +26,15 @@ def test_well_formed_frames_pass_unchanged():
     assert bodies(b"Content-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\n[1]") == [b"{}", b"[1]"]
 
 
-@pytest.mark.parametrize("header", [b"content-length: 2\r\n\r\n", b"Content-Length:2\n\n",
-                                    b"CONTENT-LENGTH:  2 \r\n\r\n", b"Content-Type: x\r\nContent-Length: 2\r\n\r\n"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"content-length: 2\r\n\r\n",
+        b"Content-Length:2\n\n",
+        b"CONTENT-LENGTH:  2 \r\n\r\n",
+        b"Content-Type: x\r\nContent-Length: 2\r\n\r\n",
+    ],
+)
 def test_header_spellings_other_clients_use(header):
     assert bodies(header + b"{}") == [b"{}"]
 

@@ -29,10 +29,19 @@ CANARY = "file:///reliability/canary.py"
 FUZZ_URIS = [f"file:///reliability/fuzz{i}.py" for i in range(3)] + ["file:///reliability/never-opened.py"]
 SYNC_URI = "file:///reliability/sync.py"
 
+
 # Derandomized: CI runs the same cases every time; no example database, so a local run does too.
 def cases(count: int) -> settings:
-    return settings(max_examples=count, derandomize=True, database=None, deadline=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
 _case_ids = itertools.count(1)
 
 
@@ -42,25 +51,39 @@ class Canary:
 
     def __init__(self, server: RawServer):
         self.server, self.version, self.checks = server, 1, 0
-        server.notify("textDocument/didOpen", {"textDocument": {"uri": CANARY, "languageId": "python",
-                                                                "version": 1, "text": f"# {MARKER}\n"}})
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": CANARY, "languageId": "python", "version": 1, "text": f"# {MARKER}\n"}},
+        )
 
     def check(self) -> None:
         server = self.server
         self.version += 1
         self.checks += 1
         server.notify("workspace/didChangeConfiguration", {"settings": FAST})  # undoes fuzzed settings
-        server.notify("textDocument/didChange", {
-            "textDocument": {"uri": CANARY, "version": self.version},
-            "contentChanges": [{"text": f"# {MARKER}\ncount_{self.version} = 0\nvalue = "}]})
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": CANARY, "version": self.version},
+                "contentChanges": [{"text": f"# {MARKER}\ncount_{self.version} = 0\nvalue = "}],
+            },
+        )
         start = len(server.messages)
-        msg_id = server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": CANARY}, "position": {"line": 2, "character": 8}, "context": {"triggerKind": 2}})
+        msg_id = server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": CANARY}, "position": {"line": 2, "character": 8}, "context": {"triggerKind": 2}},
+        )
         answer = server.response(msg_id)
         assert "result" in answer, f"the canary failed: {answer}"
         before = server.messages[start : server.messages.index(answer)]
-        finals = [m["params"] for m in before if m.get("method") == "infill/draft" and m["params"]["final"]
-                  and m["params"]["uri"] == CANARY and m["params"]["version"] == self.version]
+        finals = [
+            m["params"]
+            for m in before
+            if m.get("method") == "infill/draft"
+            and m["params"]["final"]
+            and m["params"]["uri"] == CANARY
+            and m["params"]["version"] == self.version
+        ]
         assert len(finals) == 1, "no final draft before the canary's answer"
         cursor = {"line": 2, "character": 8}
         if finals[0]["text"]:
@@ -99,25 +122,67 @@ def answered_since(server: RawServer, start: int, canary: Canary) -> list[dict]:
 
 # Strategies
 
-LSP_KEYS = ["jsonrpc", "id", "method", "params", "textDocument", "uri", "languageId", "version", "text", "position",
-            "line", "character", "context", "triggerKind", "range", "start", "end", "contentChanges", "settings",
-            "diffusionInfill", "maxSteps", "mode", "command", "arguments", "diagnostics", "selectedCompletionInfo"]
+LSP_KEYS = [
+    "jsonrpc",
+    "id",
+    "method",
+    "params",
+    "textDocument",
+    "uri",
+    "languageId",
+    "version",
+    "text",
+    "position",
+    "line",
+    "character",
+    "context",
+    "triggerKind",
+    "range",
+    "start",
+    "end",
+    "contentChanges",
+    "settings",
+    "diffusionInfill",
+    "maxSteps",
+    "mode",
+    "command",
+    "arguments",
+    "diagnostics",
+    "selectedCompletionInfo",
+]
 EXTREME_INTS = st.sampled_from([-1, -(2**31), 2**31 - 1, 2**31, 2**32, 2**53 + 1, 2**63, 2**64, -(2**63), 10**30])
 NUMBERS = st.integers(0, 12) | EXTREME_INTS | st.floats(allow_nan=True, allow_infinity=True)
 TEXTS = st.text(max_size=30) | st.sampled_from(FUZZ_URIS + [CANARY.replace("canary", "other"), "", "\x00", "💥" * 5])
 JSON_LEAVES = st.none() | st.booleans() | NUMBERS | TEXTS
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(LSP_KEYS) | st.text(max_size=8), children, max_size=5),
-    max_leaves=16)
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(LSP_KEYS) | st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=16,
+)
 # Methods the server knows (exit and shutdown end the session by design: tested in test_faults).
-METHODS = st.sampled_from([
-    "initialize", "initialized", "textDocument/inlineCompletion", "textDocument/codeAction", "codeAction/resolve",
-    "textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave",
-    "workspace/didChangeConfiguration", "workspace/executeCommand", "$/cancelRequest", "$/setTrace",
-    "$/unknown", "textDocument/hover", "window/workDoneProgress/cancel",
-]) | st.text(max_size=30).filter(lambda method: method not in ("exit", "shutdown"))
+METHODS = st.sampled_from(
+    [
+        "initialize",
+        "initialized",
+        "textDocument/inlineCompletion",
+        "textDocument/codeAction",
+        "codeAction/resolve",
+        "textDocument/didOpen",
+        "textDocument/didChange",
+        "textDocument/didClose",
+        "textDocument/didSave",
+        "workspace/didChangeConfiguration",
+        "workspace/executeCommand",
+        "$/cancelRequest",
+        "$/setTrace",
+        "$/unknown",
+        "textDocument/hover",
+        "window/workDoneProgress/cancel",
+    ]
+) | st.text(max_size=30).filter(lambda method: method not in ("exit", "shutdown"))
 REQUEST_IDS = st.integers(-(2**53), 2**53) | st.text(min_size=1, max_size=20)
 
 
@@ -135,30 +200,65 @@ def valid_params(method: str, draw) -> dict:
     uri = draw(st.sampled_from(FUZZ_URIS))
     document = {"uri": uri}
     if method == "textDocument/inlineCompletion":
-        return {"textDocument": document, "position": draw(position()),
-                "context": {"triggerKind": draw(st.sampled_from([1, 2, 0, 3]))}}
+        return {
+            "textDocument": document,
+            "position": draw(position()),
+            "context": {"triggerKind": draw(st.sampled_from([1, 2, 0, 3]))},
+        }
     if method == "textDocument/codeAction":
-        return {"textDocument": document, "range": {"start": draw(position()), "end": draw(position())},
-                "context": {"diagnostics": []}}
+        return {
+            "textDocument": document,
+            "range": {"start": draw(position()), "end": draw(position())},
+            "context": {"diagnostics": []},
+        }
     if method == "textDocument/didOpen":
-        return {"textDocument": {**document, "languageId": draw(st.sampled_from(["python", "json", "markdown", "x"])),
-                                 "version": draw(NUMBERS), "text": draw(document_text())}}
+        return {
+            "textDocument": {
+                **document,
+                "languageId": draw(st.sampled_from(["python", "json", "markdown", "x"])),
+                "version": draw(NUMBERS),
+                "text": draw(document_text()),
+            }
+        }
     if method == "textDocument/didChange":
-        return {"textDocument": {**document, "version": draw(NUMBERS)}, "contentChanges": draw(st.lists(
-            st.fixed_dictionaries({"range": st.fixed_dictionaries({"start": position(), "end": position()}),
-                                   "text": document_text()}) | st.fixed_dictionaries({"text": document_text()}),
-            max_size=3))}
+        return {
+            "textDocument": {**document, "version": draw(NUMBERS)},
+            "contentChanges": draw(
+                st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "range": st.fixed_dictionaries({"start": position(), "end": position()}),
+                            "text": document_text(),
+                        }
+                    )
+                    | st.fixed_dictionaries({"text": document_text()}),
+                    max_size=3,
+                )
+            ),
+        }
     if method == "workspace/executeCommand":
-        return {"command": draw(st.sampled_from(["diffusionInfill.accept", "other"])),
-                "arguments": draw(st.lists(JSON_LEAVES, max_size=2))}
+        return {
+            "command": draw(st.sampled_from(["diffusionInfill.accept", "other"])),
+            "arguments": draw(st.lists(JSON_LEAVES, max_size=2)),
+        }
     return {"textDocument": document}
 
 
 @st.composite
 def near_valid(draw) -> tuple[str, dict]:
     """A method and params of the right shape, then one field replaced by any value or removed."""
-    method = draw(st.sampled_from(["textDocument/inlineCompletion", "textDocument/codeAction", "textDocument/didOpen",
-                                   "textDocument/didChange", "textDocument/didClose", "workspace/executeCommand"]))
+    method = draw(
+        st.sampled_from(
+            [
+                "textDocument/inlineCompletion",
+                "textDocument/codeAction",
+                "textDocument/didOpen",
+                "textDocument/didChange",
+                "textDocument/didClose",
+                "workspace/executeCommand",
+            ]
+        )
+    )
     params = valid_params(method, draw)
     paths = list(_paths(params))
     if paths and draw(st.booleans()):
@@ -194,11 +294,18 @@ def test_any_bytes_as_a_body_are_answered_or_ignored(server, canary, body):
 
 
 @cases(60)
-@given(message=st.fixed_dictionaries({
-           "jsonrpc": st.just("2.0"), "id": st.integers(1, 2**31),
-           "method": st.sampled_from(["textDocument/inlineCompletion", "textDocument/hover"]), "params": JSON_VALUES}),
-       damage=st.sampled_from([b"\xff", b"\xc3\x28", b"\xf8\x88\x80\x80\x80", b"\x80"]),
-       where=st.integers(0, 10**6))
+@given(
+    message=st.fixed_dictionaries(
+        {
+            "jsonrpc": st.just("2.0"),
+            "id": st.integers(1, 2**31),
+            "method": st.sampled_from(["textDocument/inlineCompletion", "textDocument/hover"]),
+            "params": JSON_VALUES,
+        }
+    ),
+    damage=st.sampled_from([b"\xff", b"\xc3\x28", b"\xf8\x88\x80\x80\x80", b"\x80"]),
+    where=st.integers(0, 10**6),
+)
 def test_invalid_utf8_gets_a_parse_error(server, canary, message, damage, where):
     """A body that is not UTF-8 cannot be read at all, so its id is unknown: error with id null."""
     body = encode(message)
@@ -235,10 +342,16 @@ def test_every_request_gets_exactly_one_response(server, canary, method, params,
         assert isinstance(replies[0]["error"]["code"], int) and isinstance(replies[0]["error"]["message"], str)
     if method == "initialize":
         assert replies[0]["error"]["code"] in (INVALID_REQUEST, INVALID_PARAMS), "a second initialize was run"
-    if method not in ("textDocument/inlineCompletion", "textDocument/codeAction", "codeAction/resolve",
-                      "workspace/executeCommand", "initialize") and not method.startswith("textDocument/did"):
-        assert replies[0].get("error", {}).get("code") in (METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST), \
-            replies[0]
+    if method not in (
+        "textDocument/inlineCompletion",
+        "textDocument/codeAction",
+        "codeAction/resolve",
+        "workspace/executeCommand",
+        "initialize",
+    ) and not method.startswith("textDocument/did"):
+        assert replies[0].get("error", {}).get("code") in (METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST), replies[
+            0
+        ]
 
 
 @cases(100)
@@ -273,31 +386,59 @@ def test_params_of_the_right_shape_with_wrong_values(server, canary, case, as_re
 
 @pytest.fixture(scope="module")
 def sync_document(server) -> str:
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": SYNC_URI, "languageId": "python", "version": 1,
-                                                            "text": f"# {MARKER}\nx = 1\n"}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": SYNC_URI, "languageId": "python", "version": 1, "text": f"# {MARKER}\nx = 1\n"}},
+    )
     return SYNC_URI
 
 
 @cases(80)
-@given(params=st.fixed_dictionaries({"version": NUMBERS, "contentChanges": st.lists(
-           st.fixed_dictionaries({"range": st.fixed_dictionaries({"start": position(), "end": position()}),
-                                  "text": document_text()}), min_size=1, max_size=4)}),
-       lines=st.integers(1, 5))
+@given(
+    params=st.fixed_dictionaries(
+        {
+            "version": NUMBERS,
+            "contentChanges": st.lists(
+                st.fixed_dictionaries(
+                    {"range": st.fixed_dictionaries({"start": position(), "end": position()}), "text": document_text()}
+                ),
+                min_size=1,
+                max_size=4,
+            ),
+        }
+    ),
+    lines=st.integers(1, 5),
+)
 def test_edits_out_of_range_or_stale_then_a_resync(server, canary, sync_document, params, lines):
     """Whatever the edits did, a full-text change puts the server back in step with the client:
     the server's document then has exactly the lines the client sent."""
-    server.notify("textDocument/didChange", {"textDocument": {"uri": sync_document, "version": params["version"]},
-                                             "contentChanges": params["contentChanges"]})
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": sync_document, "version": params["version"]},
+            "contentChanges": params["contentChanges"],
+        },
+    )
     text = "".join(f"line_{i} = {i}  # {MARKER}\n" for i in range(lines))  # `lines` lines, then an empty one
-    server.notify("textDocument/didChange", {"textDocument": {"uri": sync_document, "version": 10**6},
-                                             "contentChanges": [{"text": text}]})
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": sync_document, "version": 10**6}, "contentChanges": [{"text": text}]},
+    )
     last, beyond = {"line": lines, "character": 0}, {"line": lines + 1, "character": 0}
     context = {"triggerKind": 2}
-    inside = server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": {"uri": sync_document}, "position": last, "context": context}))
+    inside = server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": sync_document}, "position": last, "context": context},
+        )
+    )
     assert isinstance(inside.get("result"), list), inside
-    past = server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": {"uri": sync_document}, "position": beyond, "context": context}))
+    past = server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": sync_document}, "position": beyond, "context": context},
+        )
+    )
     assert past["error"]["code"] == INVALID_PARAMS
     canary.check()
 
@@ -308,36 +449,77 @@ def test_an_edit_that_names_no_place_leaves_the_document_out_of_sync_until_the_w
     document is out of sync, and nothing is computed from it (no items, no error) until the editor
     sends the whole text; then completions answer again."""
     uri = "file:///reliability/atomic.py"
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
-                                                            "text": f"emoji = '😀'  # {MARKER}\n"}})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": f"emoji = '😀'  # {MARKER}\n"}},
+    )
     inside_the_emoji = {"line": 3, "character": 10}  # after the first change has put three lines above
-    server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
-        {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "a\nb\nc\n"},
-        {"range": {"start": inside_the_emoji, "end": inside_the_emoji}, "text": "x"}]})
-    past = server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": {"uri": uri}, "position": {"line": 2, "character": 0}, "context": {"triggerKind": 2}}))
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [
+                {
+                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                    "text": "a\nb\nc\n",
+                },
+                {"range": {"start": inside_the_emoji, "end": inside_the_emoji}, "text": "x"},
+            ],
+        },
+    )
+    past = server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 0}, "context": {"triggerKind": 2}},
+        )
+    )
     assert "error" not in past and not past["result"], "something was computed from a copy the editor does not have"
     whole = "a\nb\nc\nemoji = 'x😀'\n"
-    server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
-                                             "contentChanges": [{"text": whole}]})
-    again = server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": {"uri": uri}, "position": {"line": 3, "character": 0}, "context": {"triggerKind": 2}}))
+    server.notify(
+        "textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": whole}]}
+    )
+    again = server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 0}, "context": {"triggerKind": 2}},
+        )
+    )
     assert isinstance(again.get("result"), list), again
     canary.check()
 
 
 def test_lone_surrogates_in_text_are_completed_and_fixed(server, canary):
     """JSON can carry a lone UTF-16 surrogate ("\\ud800"), which no tokenizer or parser encodes."""
-    server.write(frame(json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": "file:///reliability/surrogate.json", "languageId": "json", "version": 1,
-        "text": '{"a": "\ud800", "b": "\udfff' + MARKER + '",\n'}}}).encode("ascii")))
+    server.write(
+        frame(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {
+                            "uri": "file:///reliability/surrogate.json",
+                            "languageId": "json",
+                            "version": 1,
+                            "text": '{"a": "\ud800", "b": "\udfff' + MARKER + '",\n',
+                        }
+                    },
+                }
+            ).encode("ascii")
+        )
+    )
     uri = {"uri": "file:///reliability/surrogate.json"}
-    completion = server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": uri, "position": {"line": 1, "character": 0}, "context": {"triggerKind": 2}}))
+    completion = server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": uri, "position": {"line": 1, "character": 0}, "context": {"triggerKind": 2}},
+        )
+    )
     assert isinstance(completion.get("result"), list), completion
     whole = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}
-    actions = server.response(server.request("textDocument/codeAction", {
-        "textDocument": uri, "range": whole, "context": {"diagnostics": []}}))
+    actions = server.response(
+        server.request("textDocument/codeAction", {"textDocument": uri, "range": whole, "context": {"diagnostics": []}})
+    )
     assert isinstance(actions.get("result"), list), actions
     canary.check()
 
@@ -355,8 +537,12 @@ HEADER_STYLES = {
 
 
 @cases(100)
-@given(style=st.sampled_from(sorted(HEADER_STYLES)), body=st.binary(max_size=200) | JSON_VALUES.map(encode),
-       declared=st.integers(-20, 20), garbage=st.binary(max_size=100).filter(lambda b: b"ength" not in b.lower()))
+@given(
+    style=st.sampled_from(sorted(HEADER_STYLES)),
+    body=st.binary(max_size=200) | JSON_VALUES.map(encode),
+    declared=st.integers(-20, 20),
+    garbage=st.binary(max_size=100).filter(lambda b: b"ength" not in b.lower()),
+)
 def test_broken_frames_cost_at_most_themselves(server, canary, style, body, declared, garbage):
     """A header the reader does not expect, a length that is wrong, garbage between frames:
     the server gets back in step at the next frame and answers it.

@@ -40,19 +40,30 @@ class Documents:
     def open(self, text: str, language: str = "python") -> str:
         self.count += 1
         uri = f"file:///reliability/large{self.count}.py"
-        self.server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language,
-                                                                     "version": 1, "text": text}})
+        self.server.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+        )
         return uri
 
     def complete(self, uri: str, line: int, character: int) -> list:
         """The answer, which must come with a final draft before it."""
         start = len(self.server.messages)
-        answer = self.server.response(self.server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": uri}, "position": {"line": line, "character": character},
-            "context": {"triggerKind": 2}}))
+        answer = self.server.response(
+            self.server.request(
+                "textDocument/inlineCompletion",
+                {
+                    "textDocument": {"uri": uri},
+                    "position": {"line": line, "character": character},
+                    "context": {"triggerKind": 2},
+                },
+            )
+        )
         assert isinstance(answer.get("result"), list), answer
-        finals = [m for m in self.server.messages[start:] if m.get("method") == "infill/draft"
-                  and m["params"]["uri"] == uri and m["params"]["final"]]
+        finals = [
+            m
+            for m in self.server.messages[start:]
+            if m.get("method") == "infill/draft" and m["params"]["uri"] == uri and m["params"]["final"]
+        ]
         assert finals, "the engine did not run"
         return answer["result"]
 
@@ -73,9 +84,21 @@ def test_a_10_mb_file_is_completed_anywhere_and_memory_stays_bounded(server, doc
         uri = documents.open(TEN_MB)
         for line in (last_line, last_line // 2, 1):
             documents.complete(uri, line, 4)
-        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
-            {"range": {"start": {"line": last_line // 2, "character": 0}, "end": {"line": last_line // 2,
-                                                                                 "character": 0}}, "text": "x = "}]})
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": last_line // 2, "character": 0},
+                            "end": {"line": last_line // 2, "character": 0},
+                        },
+                        "text": "x = ",
+                    }
+                ],
+            },
+        )
         documents.complete(uri, last_line // 2, 4)
         peaks.append(rss_bytes(server.pid))
         server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -103,8 +126,12 @@ def test_a_binary_file(server, documents):
     for line in (0, lines // 2, lines):
         documents.complete(uri, line, 0)
     selection = {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}
-    actions = server.response(server.request("textDocument/codeAction", {
-        "textDocument": {"uri": uri}, "range": selection, "context": {"diagnostics": []}}))
+    actions = server.response(
+        server.request(
+            "textDocument/codeAction",
+            {"textDocument": {"uri": uri}, "range": selection, "context": {"diagnostics": []}},
+        )
+    )
     assert isinstance(actions.get("result"), list), actions
 
 
@@ -131,8 +158,12 @@ def test_a_frame_announcing_a_terabyte_is_not_allocated(tiny_model_dir, tmp_path
 
 
 @settings(max_examples=200, derandomize=True, database=None, deadline=None)
-@given(prefix=st.text(alphabet="ab\n", max_size=300), suffix=st.text(alphabet="ab\n", max_size=300),
-       before=st.integers(1, 100), after=st.integers(1, 100))
+@given(
+    prefix=st.text(alphabet="ab\n", max_size=300),
+    suffix=st.text(alphabet="ab\n", max_size=300),
+    before=st.integers(1, 100),
+    after=st.integers(1, 100),
+)
 def test_the_window_is_bounded_and_cut_at_line_starts(prefix, suffix, before, after):
     kept_before, kept_after = window.bounded(prefix, suffix, before, after)
     assert prefix.endswith(kept_before) and suffix.startswith(kept_after)

@@ -55,8 +55,16 @@ class Listener:
         """No hub cache, the hub and every proxy at the listener, and nothing that says offline
         (None: removed from the environment the server inherits; CI may set them)."""
         removed = dict.fromkeys(("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "NO_PROXY", "no_proxy"))
-        return {**removed, "HF_HOME": str(home), "HF_ENDPOINT": self.url, "HTTP_PROXY": self.url,
-                "HTTPS_PROXY": self.url, "ALL_PROXY": self.url, "http_proxy": self.url, "https_proxy": self.url}
+        return {
+            **removed,
+            "HF_HOME": str(home),
+            "HF_ENDPOINT": self.url,
+            "HTTP_PROXY": self.url,
+            "HTTPS_PROXY": self.url,
+            "ALL_PROXY": self.url,
+            "http_proxy": self.url,
+            "https_proxy": self.url,
+        }
 
     def close(self) -> None:
         self.socket.close()
@@ -69,7 +77,8 @@ def remote_code_checkpoint(good: Path, root: Path, marker_file: Path) -> Path:
     (directory / "evil.py").write_text(
         f"from pathlib import Path\nPath({str(marker_file)!r}).write_text('ran')\n"
         "from transformers import PreTrainedTokenizerFast\n\n\nclass EvilTokenizer(PreTrainedTokenizerFast):\n"
-        "    pass\n")
+        "    pass\n"
+    )
     config = json.loads((directory / "tokenizer_config.json").read_text())
     config["auto_map"] = {"AutoTokenizer": [None, "evil.EvilTokenizer"]}
     (directory / "tokenizer_config.json").write_text(json.dumps(config))
@@ -79,27 +88,62 @@ def remote_code_checkpoint(good: Path, root: Path, marker_file: Path) -> Path:
 def marked_traffic(server: RawServer) -> None:
     """Document text with MARKER through every path that handles it: open, edit, complete,
     code actions, diagnostics, and messages that fail (bad params, a failing handler)."""
-    for language, text in (("python", f"# {MARKER}\nvalue = "), ("json", f'{{"k": "{MARKER}", \n'),
-                           ("markdown", f"| a | b |\n|---|\n| {MARKER} |\n")):
+    for language, text in (
+        ("python", f"# {MARKER}\nvalue = "),
+        ("json", f'{{"k": "{MARKER}", \n'),
+        ("markdown", f"| a | b |\n|---|\n| {MARKER} |\n"),
+    ):
         uri = f"file:///reliability/marked.{language}"
-        server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1,
-                                                                "text": text}})
-        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
-            {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": MARKER},
-            {"range": {"start": {"line": 99, "character": 0}, "end": {"line": 99, "character": 0}}, "text": MARKER}]})
-        server.response(server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": uri}, "position": {"line": 1, "character": 0}, "context": {"triggerKind": 1}}))
+        server.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+        )
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [
+                    {
+                        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                        "text": MARKER,
+                    },
+                    {
+                        "range": {"start": {"line": 99, "character": 0}, "end": {"line": 99, "character": 0}},
+                        "text": MARKER,
+                    },
+                ],
+            },
+        )
+        server.response(
+            server.request(
+                "textDocument/inlineCompletion",
+                {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 0}, "context": {"triggerKind": 1}},
+            )
+        )
         whole = {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}
-        server.response(server.request("textDocument/codeAction", {
-            "textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": []}}))
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///bad.py", "languageId": "python",
-                                                            "version": "one", "text": MARKER}})  # bad params
-    server.send({"jsonrpc": "1.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": "file:///old.py", "languageId": "python", "version": 1, "text": MARKER}}})  # not JSON-RPC 2.0
+        server.response(
+            server.request(
+                "textDocument/codeAction",
+                {"textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": []}},
+            )
+        )
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": "file:///bad.py", "languageId": "python", "version": "one", "text": MARKER}},
+    )  # bad params
+    server.send(
+        {
+            "jsonrpc": "1.0",
+            "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": "file:///old.py", "languageId": "python", "version": 1, "text": MARKER}},
+        }
+    )  # not JSON-RPC 2.0
     server.write(frame(f'{{"jsonrpc": "2.0", "method": "textDocument/didOpen", "text": "{MARKER}"'.encode()))
     # A command with arguments it does not take: answered with an error, logged with its traceback.
-    server.response(server.request("workspace/executeCommand", {"command": "diffusionInfill.accept",
-                                                                "arguments": ["automatic", MARKER]}))
+    server.response(
+        server.request(
+            "workspace/executeCommand", {"command": "diffusionInfill.accept", "arguments": ["automatic", MARKER]}
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -125,34 +169,50 @@ def test_nothing_is_downloaded(default_server, listener, tmp_path):
     assert HUB_ID in shown["message"] and "offline" in shown["message"]
     assert listener.connections == 0, "the server tried to reach the network"
     # Control: the same loader, allowed to download, does try (so the listener would have seen the server).
-    code = (f"from diffusion_infill.engine.loading import load\ntry:\n    load({HUB_ID!r}, allow_download=True)\n"
-            "except Exception:\n    pass")
+    code = (
+        f"from diffusion_infill.engine.loading import load\ntry:\n    load({HUB_ID!r}, allow_download=True)\n"
+        "except Exception:\n    pass"
+    )
     environment = {**os.environ, **listener.environment(tmp_path / "hf")}
-    subprocess.run([sys.executable, "-c", code], env={k: v for k, v in environment.items() if v is not None},
-                   timeout=HANG_S, capture_output=True, cwd=Path(__file__).parents[2])
+    subprocess.run(
+        [sys.executable, "-c", code],
+        env={k: v for k, v in environment.items() if v is not None},
+        timeout=HANG_S,
+        capture_output=True,
+        cwd=Path(__file__).parents[2],
+    )
     assert listener.connections > 0, "the listener would not have seen a download"
 
 
 def complete_after_load(server: RawServer) -> dict:
     """A completion of an open document: the engine thread runs it after the model load queued before it."""
     uri = "file:///reliability/after-load.py"
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
-                                                            "text": "x = "}})
-    return server.response(server.request("textDocument/inlineCompletion", {
-        "textDocument": {"uri": uri}, "position": {"line": 0, "character": 4}, "context": {"triggerKind": 2}}))
+    server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": "x = "}}
+    )
+    return server.response(
+        server.request(
+            "textDocument/inlineCompletion",
+            {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 4}, "context": {"triggerKind": 2}},
+        )
+    )
 
 
-def test_code_shipped_with_a_checkpoint_runs_only_with_the_command_line_flag(default_server, tiny_model_dir,
-                                                                              tmp_path):
+def test_code_shipped_with_a_checkpoint_runs_only_with_the_command_line_flag(default_server, tiny_model_dir, tmp_path):
     marker_file = tmp_path / "remote-code-ran"
     checkpoint = remote_code_checkpoint(tiny_model_dir, tmp_path, marker_file)
     start = len(default_server.messages)
-    default_server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {
-        "model": str(checkpoint), "trustRemoteCode": True}}})  # a workspace cannot turn it on
+    default_server.notify(
+        "workspace/didChangeConfiguration",
+        {"settings": {"diffusionInfill": {"model": str(checkpoint), "trustRemoteCode": True}}},
+    )  # a workspace cannot turn it on
     assert "result" in complete_after_load(default_server)
     assert not marker_file.exists(), "a checkpoint's code ran without --trust-remote-code"
-    assert not [m for m in default_server.messages[start:] if m.get("method") == "window/showMessage"
-                and "could not load" in m["params"]["message"]], "the checkpoint loads, without its code"
+    assert not [
+        m
+        for m in default_server.messages[start:]
+        if m.get("method") == "window/showMessage" and "could not load" in m["params"]["message"]
+    ], "the checkpoint loads, without its code"
     default_server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {}}})
     # Control: the user asks for it on the command line, and the code runs.
     control = start_server(checkpoint, tmp_path, "--trust-remote-code")
@@ -172,32 +232,49 @@ def edits_of(action: dict) -> list[dict]:
 
 
 DOCUMENTS = st.one_of(
-    st.tuples(st.just("json"), st.recursive(st.none() | st.integers() | st.text(max_size=8),
-                                            lambda inner: st.lists(inner, max_size=3)
-                                            | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                                            max_leaves=8).map(lambda value: json.dumps(value, indent=1))),
-    st.tuples(st.just("markdown"), st.lists(st.sampled_from(
-        ["| a | b |", "|---|---|", "| 1 | 2 | 3 |", "```", "**bold", "- item", "* other", "text `code", ""]),
-        max_size=8).map("\n".join)),
+    st.tuples(
+        st.just("json"),
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+            max_leaves=8,
+        ).map(lambda value: json.dumps(value, indent=1)),
+    ),
+    st.tuples(
+        st.just("markdown"),
+        st.lists(
+            st.sampled_from(
+                ["| a | b |", "|---|---|", "| 1 | 2 | 3 |", "```", "**bold", "- item", "* other", "text `code", ""]
+            ),
+            max_size=8,
+        ).map("\n".join),
+    ),
     st.tuples(st.just("python"), st.text(alphabet="ab (){}[]'\":\n", max_size=80)),
 )
 
 
-@settings(max_examples=60, derandomize=True, database=None, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(document=DOCUMENTS, damage=st.text(alphabet="{}[],:\"'`|*", max_size=3), cuts=st.tuples(
-    st.integers(0, 10**6), st.integers(0, 10**6)))
+@settings(max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    document=DOCUMENTS,
+    damage=st.text(alphabet="{}[],:\"'`|*", max_size=3),
+    cuts=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
+)
 def test_code_actions_edit_only_the_selection(default_server, document, damage, cuts):
     language, text = document
     text = text[: len(text) // 2] + damage + text[len(text) // 2 :]
     start, end = sorted(cut % (len(text) + 1) for cut in cuts)
     uri = f"file:///reliability/actions.{language}"
-    default_server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language,
-                                                                    "version": 1, "text": text}})
+    default_server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+    )
     lines = Lines(text)
     selection = {"start": _position(lines, start), "end": _position(lines, end)}
-    answer = default_server.response(default_server.request("textDocument/codeAction", {
-        "textDocument": {"uri": uri}, "range": selection, "context": {"diagnostics": []}}))
+    answer = default_server.response(
+        default_server.request(
+            "textDocument/codeAction",
+            {"textDocument": {"uri": uri}, "range": selection, "context": {"diagnostics": []}},
+        )
+    )
     for action in answer["result"]:
         for edit in edits_of(action):
             edit_start = lines.offset(_lsp(edit["range"]["start"]), "utf-16")
@@ -234,8 +311,10 @@ def test_the_log_says_where_code_is_sent_once_the_engine_changes_to_openai(tiny_
     try:
         complete_after_load(server)  # the local engine: nothing is sent anywhere
         assert remote.url not in server.log and "sent to" not in server.log
-        server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {
-            "engine": "openai", "url": f"{remote.url}/v1", "model": "served"}}})
+        server.notify(
+            "workspace/didChangeConfiguration",
+            {"settings": {"diffusionInfill": {"engine": "openai", "url": f"{remote.url}/v1", "model": "served"}}},
+        )
         log = server.wait_for_log(f"{remote.url}/v1", 1)
         line = next(line for line in log.splitlines() if remote.url in line)  # before the engine connects
         assert " WARNING " in line and "sent to" in line, line
@@ -254,8 +333,13 @@ def listening_addresses(table: Path, port: int) -> list[str]:
 
 
 def test_tcp_listens_on_127_0_0_1_only(tiny_model_dir, tmp_path):
-    process = subprocess.Popen(serve_command(tiny_model_dir, tmp_path / "t.json", "--tcp", "0"),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        serve_command(tiny_model_dir, tmp_path / "t.json", "--tcp", "0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         serving = None
         while serving is None:  # the server logs where it listens once the socket is bound

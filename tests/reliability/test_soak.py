@@ -39,23 +39,35 @@ class Typist:
         self.uri = f"file:///reliability/soak{index}.py"
         self.version, self.line, self.column = 1, 2, 0
         text = f"def function_{index}(values):\n    total = 0\n\n    return total\n"
-        server.notify("textDocument/didOpen", {"textDocument": {"uri": self.uri, "languageId": "python",
-                                                                "version": 1, "text": text}})
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": self.uri, "languageId": "python", "version": 1, "text": text}},
+        )
 
     def type(self) -> None:
         """Types a character at the cursor; Enter now and then, so lines stay short."""
         character = "\n" if self.column > 60 else self.rng.choice("abcdefgh xyz=+()[]:,.'")
         position = {"line": self.line, "character": self.column}
         self.version += 1
-        self.server.notify("textDocument/didChange", {
-            "textDocument": {"uri": self.uri, "version": self.version},
-            "contentChanges": [{"range": {"start": position, "end": position}, "text": character}]})
+        self.server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": self.uri, "version": self.version},
+                "contentChanges": [{"range": {"start": position, "end": position}, "text": character}],
+            },
+        )
         self.line, self.column = (self.line + 1, 0) if character == "\n" else (self.line, self.column + 1)
 
     def request(self, invoked: bool = False, msg_id: str | None = None) -> int | str:
-        return self.server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": self.uri}, "position": {"line": self.line, "character": self.column},
-            "context": {"triggerKind": 1 if invoked else 2}}, msg_id=msg_id)
+        return self.server.request(
+            "textDocument/inlineCompletion",
+            {
+                "textDocument": {"uri": self.uri},
+                "position": {"line": self.line, "character": self.column},
+                "context": {"triggerKind": 1 if invoked else 2},
+            },
+            msg_id=msg_id,
+        )
 
 
 def test_2000_completions_across_10_documents(tiny_model_dir, tmp_path):
@@ -97,8 +109,10 @@ def test_2000_completions_across_10_documents(tiny_model_dir, tmp_path):
                 baseline = rss_bytes(server.pid), thread_count(server.pid)
         rss, threads = rss_bytes(server.pid), thread_count(server.pid)
         answered = sum(outcomes.values())
-        print(f"soak: {answered} requests {outcomes}; RSS {baseline[0] >> 20} -> {rss >> 20} MB, "
-              f"threads {baseline[1]} -> {threads}")
+        print(
+            f"soak: {answered} requests {outcomes}; RSS {baseline[0] >> 20} -> {rss >> 20} MB, "
+            f"threads {baseline[1]} -> {threads}"
+        )
         assert answered == len(sent) >= REQUESTS
         assert outcomes["items"] > REQUESTS // 4, "most requests should have run to an item"
         assert rss - baseline[0] < RSS_GROWTH_BOUND, f"RSS grew by {(rss - baseline[0]) >> 20} MB"

@@ -19,7 +19,7 @@ def cells(line: str):
     """(char, fg, bg) for each cell of one captured line."""
     fg, bg, out, pos = DEFAULT_FG, DEFAULT_BG, [], 0
     for match in SGR.finditer(line + "\x1b[m"):
-        out += [(ch, fg, bg) for ch in line[pos:match.start()]]
+        out += [(ch, fg, bg) for ch in line[pos : match.start()]]
         pos = match.end()
         codes = [int(c) for c in match.group(1).split(";") if c] or [0]
         i = 0
@@ -27,7 +27,7 @@ def cells(line: str):
             if codes[i] == 0:
                 fg, bg = DEFAULT_FG, DEFAULT_BG
             elif codes[i] in (38, 48) and codes[i + 1] == 2:
-                color = tuple(codes[i + 2:i + 5])
+                color = tuple(codes[i + 2 : i + 5])
                 fg, bg = (color, bg) if codes[i] == 38 else (fg, color)
                 i += 4
             elif codes[i] == 39:
@@ -39,7 +39,7 @@ def cells(line: str):
 
 
 def main(out: str, first: int, last: int) -> None:
-    frames = [p.read_text().split("\n")[first - 1:last] for p in sorted(Path(__file__).parent.glob("frames/*.ans"))]
+    frames = [p.read_text().split("\n")[first - 1 : last] for p in sorted(Path(__file__).parent.glob("frames/*.ans"))]
     width = max(len(cells(line)) for frame in frames for line in frame)
     height = len(frames) * ((last - first + 1) * CELL_H + GAP)
     image = Image.new("RGB", (width * CELL_W, height), (0, 0, 0))

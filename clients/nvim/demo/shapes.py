@@ -6,7 +6,7 @@ class Circle:
         self.radius = radius
 
     def area(self):
-        return math.pi * self.radius ** 2
+        return math.pi * self.radius**2
 
     def scaled(self, factor):
         return Circle(self.radius * factor)

@@ -74,10 +74,12 @@ def cases(scale: float) -> list[Case]:
     python_5mb = python_file(int(5_000_000 * scale))
     json_10mb = broken_json_line(int(10_000_000 * scale), damage_every=50)
     middle = lambda text: text.index("result = []", len(text) // 2)  # noqa: E731
-    return [Case("small", "python", small, middle(small)),
-            Case("python_20k_lines", "python", lines_20k, middle(lines_20k)),
-            Case("python_5mb", "python", python_5mb, middle(python_5mb)),
-            Case("json_10mb_one_line", "json", json_10mb, len(json_10mb) - 1)]  # before the closing bracket
+    return [
+        Case("small", "python", small, middle(small)),
+        Case("python_20k_lines", "python", lines_20k, middle(lines_20k)),
+        Case("python_5mb", "python", python_5mb, middle(python_5mb)),
+        Case("json_10mb_one_line", "json", json_10mb, len(json_10mb) - 1),
+    ]  # before the closing bracket
 
 
 class Session:
@@ -98,20 +100,28 @@ class Session:
         return self.published.setdefault((uri, version), asyncio.get_running_loop().create_future())
 
     async def start(self, state: Path) -> None:
-        await self.client.start_io(sys.executable, "-m", "diffusion_infill.cli.main", "serve",
-                                   "--telemetry", str(state / "acceptance.json"))
+        await self.client.start_io(
+            sys.executable, "-m", "diffusion_infill.cli.main", "serve", "--telemetry", str(state / "acceptance.json")
+        )
         # a model that fails to load at once, named in the settings (serve refuses it on its command line)
-        await self.client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-                inline_completion=types.InlineCompletionClientCapabilities())),
-            initialization_options={"diffusionInfill": {"model": str(state / "no-model")}}))
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    text_document=types.TextDocumentClientCapabilities(
+                        inline_completion=types.InlineCompletionClientCapabilities()
+                    )
+                ),
+                initialization_options={"diffusionInfill": {"model": str(state / "no-model")}},
+            )
+        )
         self.client.initialized(types.InitializedParams())
 
     def open(self, case: Case) -> str:
         uri = f"file:///bench/{case.name}.{'json' if case.language == 'json' else 'py'}"
         self.versions[uri] = 1
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri, case.language, 1, case.text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, case.language, 1, case.text))
+        )
         return uri
 
     async def keystroke(self, uri: str, at: types.Position, char: str) -> float:
@@ -122,12 +132,19 @@ class Session:
         self.versions[uri] += 1
         cursor = types.Position(at.line, at.character + 1)
         started = time.perf_counter()
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-            [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=char)]))
-        await self.client.text_document_inline_completion_async(types.InlineCompletionParams(
-            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
-            text_document=types.TextDocumentIdentifier(uri), position=cursor))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=char)],
+            )
+        )
+        await self.client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+                text_document=types.TextDocumentIdentifier(uri),
+                position=cursor,
+            )
+        )
         return (time.perf_counter() - started) * 1000
 
     async def type(self, uri: str, at: types.Position, count: int) -> list[float]:
@@ -171,8 +188,12 @@ def _right(at: types.Position, characters: int) -> types.Position:
 
 
 def timings(values: list[float]) -> dict:
-    return {"keystrokes": len(values), "ms_p50": round(percentile(values, 0.5), 2),
-            "ms_p95": round(percentile(values, 0.95), 2), "ms_max": round(max(values), 2)}
+    return {
+        "keystrokes": len(values),
+        "ms_p50": round(percentile(values, 0.5), 2),
+        "ms_p95": round(percentile(values, 0.95), 2),
+        "ms_max": round(max(values), 2),
+    }
 
 
 async def measure(documents: list[Case], keystrokes: int) -> dict:
@@ -192,12 +213,19 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
                 while not diagnosed.done():
                     typed_meanwhile.append(await session.keystroke(small_uri, small_at, "y"))
                 arrived, diagnostics = await diagnosed
-            results[case.name] = {"characters": len(case.text), "lines": case.text.count("\n") + 1,
-                                  **timings(await session.type(uri, _position(case.text, case.cursor), keystrokes))}
+            results[case.name] = {
+                "characters": len(case.text),
+                "lines": case.text.count("\n") + 1,
+                **timings(await session.type(uri, _position(case.text, case.cursor), keystrokes)),
+            }
             if case.language == "json":
-                results[case.name].update({
-                    "diagnostics_s": round(arrived - opened, 2), "diagnostics_published": len(diagnostics),
-                    "small_file_while_diagnosing": timings(typed_meanwhile)})
+                results[case.name].update(
+                    {
+                        "diagnostics_s": round(arrived - opened, 2),
+                        "diagnostics_published": len(diagnostics),
+                        "small_file_while_diagnosing": timings(typed_meanwhile),
+                    }
+                )
         results["server_peak_rss_mb"] = round(session.peak_rss_mb(), 1)
         worker = session.diagnostics_peak_rss_mb()
         results["diagnostics_process_peak_rss_mb"] = None if worker is None else round(worker, 1)
@@ -214,12 +242,19 @@ def main() -> None:
     results = asyncio.run(measure(cases(args.scale), args.keystrokes))
     big = [value for key, value in results.items() if isinstance(value, dict) and key != "small"]
     worst_p95 = max(value["ms_p95"] for value in big)
-    print(json.dumps({
-        "date": datetime.date.today().isoformat(), "cpus": os.cpu_count(), "scale": args.scale,
-        "model": None, **results,
-        "big_over_small_p95": round(worst_p95 / results["small"]["ms_p95"], 2),
-        "seconds": round(time.perf_counter() - started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "date": datetime.date.today().isoformat(),
+                "cpus": os.cpu_count(),
+                "scale": args.scale,
+                "model": None,
+                **results,
+                "big_over_small_p95": round(worst_p95 / results["small"]["ms_p95"], 2),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

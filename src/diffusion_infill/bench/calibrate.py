@@ -71,11 +71,18 @@ def curve(rows: list[dict], calibration: Calibration) -> list[dict]:
         shown = [row for score, row in scored if score >= threshold]
         right = [row for row in shown if row["accepted"]]
         saved = sum(len(row["text"]) for row in right)
-        points.append({"threshold": threshold, "shown": len(shown), "accepted": len(right),
-                       "coverage": round(len(shown) / max(len(rows), 1), 3),
-                       "precision": round(len(right) / len(shown), 3) if shown else None,
-                       "chars_saved": saved, "wrong": len(shown) - len(right),
-                       "saved_per_wrong": round(saved / (len(shown) - len(right) + 1), 2)})
+        points.append(
+            {
+                "threshold": threshold,
+                "shown": len(shown),
+                "accepted": len(right),
+                "coverage": round(len(shown) / max(len(rows), 1), 3),
+                "precision": round(len(right) / len(shown), 3) if shown else None,
+                "chars_saved": saved,
+                "wrong": len(shown) - len(right),
+                "saved_per_wrong": round(saved / (len(shown) - len(right) + 1), 2),
+            }
+        )
     return points
 
 
@@ -88,20 +95,27 @@ def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: b
     # the model's own completions: judged copied lines have their own gate (bench.calibrate_revision)
     engine = create_engine(loaded, EngineSettings(line_drafts=False))
     tuning_rows = observations(engine, tuning)
-    calibration = fit([(row["evidence"], row["accepted"]) for row in tuning_rows],
-                      fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)")
+    calibration = fit(
+        [(row["evidence"], row["accepted"]) for row in tuning_rows],
+        fitted_on=f"{len(tuning_rows)} completions on {len(tuning)} tuning excerpts (bench.calibrate)",
+    )
     tuning_curve = curve(tuning_rows, calibration)
     previous = engine.calibration  # the checkpoint's: its quiet characters come from the replay, not this fit
-    calibration = replace(calibration, threshold=best_threshold(tuning_curve),
-                          quiet_after=previous.quiet_after if previous else "")
+    calibration = replace(
+        calibration, threshold=best_threshold(tuning_curve), quiet_after=previous.quiet_after if previous else ""
+    )
     if write:
         calibration.save(path)
     reported_rows = observations(engine, reported)
     if rows is not None:
         rows.write_text(json.dumps({"tuning": tuning_rows, "reported": reported_rows}, default=asdict))
-    return {"model": str(path), "calibration": asdict(calibration), "tuning": tuning_curve,
-            "reported": curve(reported_rows, calibration),
-            "base_rate": {"tuning": _rate(tuning_rows), "reported": _rate(reported_rows)}}
+    return {
+        "model": str(path),
+        "calibration": asdict(calibration),
+        "tuning": tuning_curve,
+        "reported": curve(reported_rows, calibration),
+        "base_rate": {"tuning": _rate(tuning_rows), "reported": _rate(reported_rows)},
+    }
 
 
 def _rate(rows: list[dict]) -> float:
@@ -117,12 +131,23 @@ def plot(report: dict, path: Path) -> None:
     figure, axis = plt.subplots(figsize=(6.5, 4.5))
     for family, colour in (("diffusion", "tab:blue"), ("autoregressive", "tab:orange")):
         points = [p for p in report[family]["reported"] if p["shown"]]
-        axis.plot([p["coverage"] for p in points], [p["precision"] for p in points], "o-", color=colour,
-                  label=f"{family} (reported excerpts)", markersize=3)
+        axis.plot(
+            [p["coverage"] for p in points],
+            [p["precision"] for p in points],
+            "o-",
+            color=colour,
+            label=f"{family} (reported excerpts)",
+            markersize=3,
+        )
         for p in points:
             if p["threshold"] in (0.0, report[family]["calibration"]["threshold"]):
-                axis.annotate(f"{p['threshold']:g}", (p["coverage"], p["precision"]), fontsize=7,
-                              xytext=(4, 4), textcoords="offset points")
+                axis.annotate(
+                    f"{p['threshold']:g}",
+                    (p["coverage"], p["precision"]),
+                    fontsize=7,
+                    xytext=(4, 4),
+                    textcoords="offset points",
+                )
     axis.axhline(0.5, color="grey", linewidth=0.5)
     axis.set_xlabel("coverage: completions shown / completions the engine made")
     axis.set_ylabel("precision: accepted / shown")
@@ -145,8 +170,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, help="write the precision/coverage curve here")
     parser.add_argument("--rows", type=Path, help="save every completion with its evidence here, a file per model")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--drafts", action="store_true",
-                        help="count how often the document's own drafts are right, per kind (no model)")
+    parser.add_argument(
+        "--drafts", action="store_true", help="count how often the document's own drafts are right, per kind (no model)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -155,9 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.drafts:
         print(json.dumps({"tuning": draft_counts(tuning), "reported": draft_counts(reported)}))
         return
-    report = {family: measure(path, tuning, reported, args.write,
-                              args.rows and args.rows.with_name(f"{args.rows.stem}-{family}.json"))
-              for family, path in (("diffusion", args.model), ("autoregressive", args.baseline))}
+    report = {
+        family: measure(
+            path, tuning, reported, args.write, args.rows and args.rows.with_name(f"{args.rows.stem}-{family}.json")
+        )
+        for family, path in (("diffusion", args.model), ("autoregressive", args.baseline))
+    }
     report["tuning_excerpts"] = [piece.name for piece in tuning]
     if args.plot:
         plot(report, args.plot)

@@ -46,8 +46,16 @@ def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
         candidates = line_drafts.candidates(request)
         judged = judge.judge(engine, request, candidates) if candidates else []
         if judged:
-            found.append([{"text": j.text, "features": judge.features(j, request.prefix),
-                           "accepted": upcoming.startswith(j.text)} for j in judged])
+            found.append(
+                [
+                    {
+                        "text": j.text,
+                        "features": judge.features(j, request.prefix),
+                        "accepted": upcoming.startswith(j.text),
+                    }
+                    for j in judged
+                ]
+            )
     return found
 
 
@@ -81,8 +89,14 @@ def shown_at(calibration: Calibration, found: list[list[dict]], threshold: float
             shown += 1
             accepted += best["accepted"]
             chars += len(best["text"]) if best["accepted"] else 0
-    return {"threshold": threshold, "places": len(found), "shown": shown, "accepted": accepted,
-            "precision": round(accepted / shown, 3) if shown else None, "chars_accepted": chars}
+    return {
+        "threshold": threshold,
+        "places": len(found),
+        "shown": shown,
+        "accepted": accepted,
+        "precision": round(accepted / shown, 3) if shown else None,
+        "chars_accepted": chars,
+    }
 
 
 def pick_threshold(calibration: Calibration, found: list[list[dict]], precision: float) -> float:
@@ -112,8 +126,9 @@ def main(argv: list[str] | None = None) -> None:
     engine = InfillEngine(load(str(args.model)), EngineSettings(mode="single-line"))
     tuning = places(engine, excerpts(args.tuning_files, args.tuning_chars, tuning=True))
     rows = [(row["features"], row["accepted"]) for found in tuning for row in found]
-    calibration = fit_values(rows, fitted_on=f"{len(rows)} judged texts at {len(tuning)} places of "
-                                             f"{args.tuning_files} tuning excerpts")
+    calibration = fit_values(
+        rows, fitted_on=f"{len(rows)} judged texts at {len(tuning)} places of {args.tuning_files} tuning excerpts"
+    )
     # The server offers a completion only at or above the checkpoint's own minConfidence: a judged line
     # under it would be hidden where denoising might have answered, so the engine's cut is never lower.
     gate = engine.calibration.threshold if engine.calibration else 0.0
@@ -121,9 +136,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.write:
         calibration.save(args.model, judge.REVISION_FILE)
     reported = places(engine, excerpts(args.files, args.chars))
-    print(json.dumps({"calibration": calibration.__dict__,
-                      "tuning": shown_at(calibration, tuning, calibration.threshold),
-                      "reported": shown_at(calibration, reported, calibration.threshold)}))
+    print(
+        json.dumps(
+            {
+                "calibration": calibration.__dict__,
+                "tuning": shown_at(calibration, tuning, calibration.threshold),
+                "reported": shown_at(calibration, reported, calibration.threshold),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

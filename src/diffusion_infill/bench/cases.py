@@ -25,8 +25,18 @@ from pathlib import Path
 from diffusion_infill.engine.training.corpus import Document, stdlib_files
 
 KINDS = ("line", "mid-word", "closers", "span", "multi-line")
-THIRD_PARTY = ("pygls", "lsprotocol", "cattrs", "attr", "huggingface_hub", "filelock", "fsspec", "packaging",
-               "tqdm", "jinja2")  # installed with the project's dependencies
+THIRD_PARTY = (
+    "pygls",
+    "lsprotocol",
+    "cattrs",
+    "attr",
+    "huggingface_hub",
+    "filelock",
+    "fsspec",
+    "packaging",
+    "tqdm",
+    "jinja2",
+)  # installed with the project's dependencies
 CLOSERS = ")]}\"'"
 CONTEXT_CHARS = 1500
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -27,8 +27,10 @@ from diffusion_infill.engine.training.fim import FIM_ARCHITECTURE, fim_model
 
 PREFIX, SLOTS, GAP, VOCAB = 128, 24, 16, 4096
 SPECIAL = dict(pad=0, eos=1, bos=2, image=3, boi=4, eoi=5)
-SHAPES = {name: TinyArchitecture.of_shape(*shape(name))  # as `train --shape`; 4x256: the embedded model's
-          for name in ("4x256", "3x256", "2x256", "2x384", "3x320")}
+SHAPES = {
+    name: TinyArchitecture.of_shape(*shape(name))  # as `train --shape`; 4x256: the embedded model's
+    for name in ("4x256", "3x256", "2x256", "2x384", "3x320")
+}
 BASELINE = "baseline 4x256"
 
 
@@ -46,8 +48,12 @@ def denoising_pass(arch: TinyArchitecture) -> tuple[Callable[[], None], int]:
 
     def run() -> None:
         with torch.inference_mode():
-            hidden = model.model.decoder(decoder_input_ids=canvas, cache=cache, decoder_position_ids=positions,
-                                         self_conditioning_logits=conditioning).last_hidden_state
+            hidden = model.model.decoder(
+                decoder_input_ids=canvas,
+                cache=cache,
+                decoder_position_ids=positions,
+                self_conditioning_logits=conditioning,
+            ).last_hidden_state
             model.lm_head(hidden[:, :GAP])
 
     return run, sum(p.numel() for p in model.parameters())
@@ -75,9 +81,14 @@ def measure(rounds: int, shapes: dict[str, TinyArchitecture]) -> dict[str, dict[
             run()
             times[name].append((time.process_time() - start) * 1000)
     base = statistics.median(times[BASELINE])
-    return {name: {"parameters": params, "pass_ms_median": round(statistics.median(times[name]), 2),
-                   "over_baseline": round(statistics.median(times[name]) / base, 2)}
-            for name, (_, params) in runs.items()}
+    return {
+        name: {
+            "parameters": params,
+            "pass_ms_median": round(statistics.median(times[name]), 2),
+            "over_baseline": round(statistics.median(times[name]) / base, 2),
+        }
+        for name, (_, params) in runs.items()
+    }
 
 
 def main() -> None:

@@ -38,8 +38,9 @@ def evaluate(engine, cases) -> dict:
     return {
         **aggregate(rows),
         "steps_median": statistics.median(steps),
-        "step_ms_median": statistics.median((r["total_ms"] - r["prefill_ms"]) / max(r["forward_passes"] - 1, 1)
-                                            for r in rows),
+        "step_ms_median": statistics.median(
+            (r["total_ms"] - r["prefill_ms"]) / max(r["forward_passes"] - 1, 1) for r in rows
+        ),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -78,12 +79,20 @@ def main() -> None:
     torch.manual_seed(args.seed)
     loaded = load(args.model)
     settings = EngineSettings(mode="single-line").with_overrides(
-        max_steps=int(args.max_steps) if args.max_steps else None, entropy_bound=args.entropy_bound,
-        t_min=args.t_min, t_max=args.t_max, confidence_threshold=args.confidence_threshold)
+        max_steps=int(args.max_steps) if args.max_steps else None,
+        entropy_bound=args.entropy_bound,
+        t_min=args.t_min,
+        t_max=args.t_max,
+        confidence_threshold=args.confidence_threshold,
+    )
     engine = create_engine(loaded, settings)
-    result = {"model": loaded.source, "torch_threads": torch.get_num_threads(), "settings": asdict(settings),
-              **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED)),
-              "context_gain_nats": context_gain(loaded)}
+    result = {
+        "model": loaded.source,
+        "torch_threads": torch.get_num_threads(),
+        "settings": asdict(settings),
+        **evaluate(engine, held_out_line_cases(args.cases, seed=CASE_SEED)),
+        "context_gain_nats": context_gain(loaded),
+    }
     print(json.dumps(result))
 
 

@@ -25,21 +25,74 @@ from collections.abc import Callable
 
 from diffusion_infill.engine.repair.jsonfix import Token, tokenize
 
-WORDS = ("alpha", "beta", "gamma", "delta", "name", "id", "size", "tags", "owner", "items", "count", "price",
-         "enabled", "created", "notes", "path", "level", "score", "color", "region", "user_id", "max-retries")
-PHRASES = ("hello world", "it's fine", "one, two, three", "C:/tmp/file.txt", "x = 1", "a {brace} here",
-           "semi; colon", "done.", "tab\tchar", "Ünïcode ✓")
+WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "name",
+    "id",
+    "size",
+    "tags",
+    "owner",
+    "items",
+    "count",
+    "price",
+    "enabled",
+    "created",
+    "notes",
+    "path",
+    "level",
+    "score",
+    "color",
+    "region",
+    "user_id",
+    "max-retries",
+)
+PHRASES = (
+    "hello world",
+    "it's fine",
+    "one, two, three",
+    "C:/tmp/file.txt",
+    "x = 1",
+    "a {brace} here",
+    "semi; colon",
+    "done.",
+    "tab\tchar",
+    "Ünïcode ✓",
+)
 COMMENTS = ("// note", "# python style", "/* block */")
 # Values a person writes without quotes: sentences, URLs, dates, times, versions, addresses.
-BARE_VALUES = ("hello big world", "https://example.org/a/b?c=1", "2024-10-18T18:35:22.229Z", "New York",
-               "v1.2.3", "user@example.com", "18:35", "http://localhost:8080/api", "2024-10-18",
-               "not yet started", "it's fine", "red and blue")
+BARE_VALUES = (
+    "hello big world",
+    "https://example.org/a/b?c=1",
+    "2024-10-18T18:35:22.229Z",
+    "New York",
+    "v1.2.3",
+    "user@example.com",
+    "18:35",
+    "http://localhost:8080/api",
+    "2024-10-18",
+    "not yet started",
+    "it's fine",
+    "red and blue",
+)
 # Strings whose quotes, line breaks or tabs were written without escapes.
-UNESCAPED = ('he said "hi" twice', 'the "best" one', "line one\nline two", "a\ttab", '"quoted" at the start',
-             'a 6" pipe here')
+UNESCAPED = (
+    'he said "hi" twice',
+    'the "best" one',
+    "line one\nline two",
+    "a\ttab",
+    '"quoted" at the start',
+    'a 6" pipe here',
+)
 SPECIAL_SPACES = ("\u00a0", "\u2002", "\u2003", "\u2009", "\u202f", "\u3000")
-INTRODUCTIONS = ("Here is the JSON you asked for:", "Sure! The result is below.", "Output:",
-                 "I extracted the following data.")
+INTRODUCTIONS = (
+    "Here is the JSON you asked for:",
+    "Sure! The result is below.",
+    "Output:",
+    "I extracted the following data.",
+)
 CLOSINGS = ("Let me know if you need anything else.", "Hope this helps!", "Each field is explained above.")
 CALLBACKS = ("callback", "callback_7", "jQuery36001_1700", "handleData")
 SENTINEL = "@@{}@@"
@@ -79,11 +132,13 @@ def document(rng: random.Random):
 
 
 def serialize(rng: random.Random, value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False) if rng.random() < 0.5 else \
-        json.dumps(value, ensure_ascii=False)
+    return (
+        json.dumps(value, indent=2, ensure_ascii=False) if rng.random() < 0.5 else json.dumps(value, ensure_ascii=False)
+    )
 
 
 # Breaking valid JSON text. Each function returns the broken text (it may be unchanged).
+
 
 def _significant(text: str) -> list[Token]:
     return [token for token in tokenize(text) if token.kind != "space"]
@@ -91,8 +146,9 @@ def _significant(text: str) -> list[Token]:
 
 def _keys(text: str) -> list[Token]:
     tokens = _significant(text)
-    return [token for token, after in zip(tokens, tokens[1:], strict=False)
-            if token.kind == "string" and after.text == ":"]
+    return [
+        token for token, after in zip(tokens, tokens[1:], strict=False) if token.kind == "string" and after.text == ":"
+    ]
 
 
 def _edit(text: str, edits: list[tuple[int, int, str]]) -> str:
@@ -103,8 +159,11 @@ def _edit(text: str, edits: list[tuple[int, int, str]]) -> str:
 
 def trailing_commas(rng, text):
     tokens = _significant(text)
-    places = [before.end for before, token in zip(tokens, tokens[1:], strict=False)
-              if token.text in "]}" and before.text not in "[{"]
+    places = [
+        before.end
+        for before, token in zip(tokens, tokens[1:], strict=False)
+        if token.text in "]}" and before.text not in "[{"
+    ]
     return _edit(text, [(end, end, ",") for end in rng.sample(places, min(len(places), rng.randint(1, 2)))])
 
 
@@ -161,8 +220,11 @@ def python_literals(rng, text):
 
 def unclosed_string(rng, text):
     tokens = _significant(text)
-    values = [token for token, before in zip(tokens[1:], tokens, strict=False)
-              if token.kind == "string" and before.text in ":[," and token not in _keys(text)]
+    values = [
+        token
+        for token, before in zip(tokens[1:], tokens, strict=False)
+        if token.kind == "string" and before.text in ":[," and token not in _keys(text)
+    ]
     if not values:
         return text
     token = rng.choice(values)
@@ -176,14 +238,24 @@ def mixed(rng, text):
 
 
 SINGLE: list[Callable[[random.Random, str], str]] = [
-    trailing_commas, missing_closers, missing_commas, missing_colons, unquoted_keys, single_quotes, comments,
-    python_literals, unclosed_string]
+    trailing_commas,
+    missing_closers,
+    missing_commas,
+    missing_colons,
+    unquoted_keys,
+    single_quotes,
+    comments,
+    python_literals,
+    unclosed_string,
+]
 
 
 def _text_damage(damage: Callable[[random.Random, str], str]) -> Damage:
     """A break of the serialized text that keeps the intended value."""
+
     def broken(rng: random.Random, value) -> tuple[str, object]:
         return damage(rng, serialize(rng, value)), value
+
     return broken
 
 
@@ -193,13 +265,15 @@ ORIGINAL: dict[str, Damage] = {damage.__name__.replace("_", " "): _text_damage(d
 # The READMEs' damage. Replacing values: a few scalar places get a sentinel, the document is
 # serialized, and each sentinel (with its quotes) is replaced by the broken text for its value.
 
+
 def _scalar_places(value, in_object_only: bool = False) -> list[tuple[object, object]]:
     """(container, key or index) of every scalar in the document (only object members with `in_object_only`)."""
     places, stack = [], [value]
     while stack:
         item = stack.pop()
-        pairs = list(item.items()) if isinstance(item, dict) else list(enumerate(item)) if isinstance(item, list) \
-            else []
+        pairs = (
+            list(item.items()) if isinstance(item, dict) else list(enumerate(item)) if isinstance(item, list) else []
+        )
         for key, child in pairs:
             if isinstance(child, dict | list):
                 stack.append(child)
@@ -208,15 +282,22 @@ def _scalar_places(value, in_object_only: bool = False) -> list[tuple[object, ob
     return places
 
 
-def _substitute(rng: random.Random, value, make: Callable[[random.Random, object], tuple[object, str]],
-                count: int = 2, in_object_only: bool = False) -> tuple[str, object] | None:
+def _substitute(
+    rng: random.Random,
+    value,
+    make: Callable[[random.Random, object], tuple[object, str]],
+    count: int = 2,
+    in_object_only: bool = False,
+) -> tuple[str, object] | None:
     """`make(rng, old)` gives (intended value, raw text) for up to `count` scalar places."""
     intended = json.loads(json.dumps(value))
     places = _scalar_places(intended, in_object_only)
     if not places:
         return None
-    chosen = [(container, key, *make(rng, container[key]))
-              for container, key in rng.sample(places, min(len(places), rng.randint(1, count)))]
+    chosen = [
+        (container, key, *make(rng, container[key]))
+        for container, key in rng.sample(places, min(len(places), rng.randint(1, count)))
+    ]
     for number, (container, key, _, _) in enumerate(chosen):
         container[key] = SENTINEL.format(number)
     text = serialize(rng, intended)
@@ -230,6 +311,7 @@ def unquoted_values(rng, value):
     def make(rng, old):
         bare = rng.choice(BARE_VALUES)
         return bare, bare
+
     return _substitute(rng, value, make)
 
 
@@ -237,6 +319,7 @@ def missing_escapes(rng, value):
     def make(rng, old):
         text = rng.choice(UNESCAPED)
         return text, '"' + text + '"'
+
     return _substitute(rng, value, make)
 
 
@@ -258,6 +341,7 @@ def mongodb_types(rng, value):
             return object_id, f'ObjectId("{object_id}")'
         date = f"2012-12-{rng.randint(10, 28)}T06:01:17.171Z"
         return date, f'ISODate("{date}")'
+
     return _substitute(rng, value, make)
 
 
@@ -268,6 +352,7 @@ def string_concatenation(rng, value):
         join = rng.choice([" + ", "+", "\n  + "])
         parts = [json.dumps(text[:cut], ensure_ascii=False), json.dumps(text[cut:], ensure_ascii=False)]
         return text, join.join(parts)
+
     return _substitute(rng, value, make)
 
 
@@ -287,8 +372,10 @@ def special_quotes(rng, value):
 def special_whitespace(rng, value):
     text = serialize(rng, value)
     spaces = [token for token in tokenize(text) if token.kind == "space" and " " in token.text]
-    edits = [(token.start, token.end, token.text.replace(" ", rng.choice(SPECIAL_SPACES)))
-             for token in rng.sample(spaces, min(len(spaces), rng.randint(1, 4)))]
+    edits = [
+        (token.start, token.end, token.text.replace(" ", rng.choice(SPECIAL_SPACES)))
+        for token in rng.sample(spaces, min(len(spaces), rng.randint(1, 4)))
+    ]
     return _edit(text, edits), value
 
 
@@ -332,8 +419,11 @@ def truncated(rng, value):
 def ellipsis(rng, value):
     text = serialize(rng, value)
     tokens = _significant(text)
-    places = [before.end for before, token in zip(tokens, tokens[1:], strict=False)
-              if token.text in "]}" and before.text not in "[{"]
+    places = [
+        before.end
+        for before, token in zip(tokens, tokens[1:], strict=False)
+        if token.text in "]}" and before.text not in "[{"
+    ]
     edits = [(end, end, rng.choice([", ...", ",...", ", …"])) for end in rng.sample(places, min(len(places), 2))]
     return _edit(text, edits), value
 
@@ -379,10 +469,27 @@ def bare_scalar(rng, value):
     return mantissa + rng.choice(["e", "e-", "e+", "E"]), float(mantissa)
 
 
-README: dict[str, Damage] = {damage.__name__.replace("_", " "): damage for damage in [
-    missing_escapes, special_quotes, special_whitespace, truncated, ellipsis, jsonp, escaped_document,
-    mongodb_types, string_concatenation, newline_delimited, missing_values, unquoted_values, code_fence,
-    llm_reply, surrounding_text, bare_scalar]}
+README: dict[str, Damage] = {
+    damage.__name__.replace("_", " "): damage
+    for damage in [
+        missing_escapes,
+        special_quotes,
+        special_whitespace,
+        truncated,
+        ellipsis,
+        jsonp,
+        escaped_document,
+        mongodb_types,
+        string_concatenation,
+        newline_delimited,
+        missing_values,
+        unquoted_values,
+        code_fence,
+        llm_reply,
+        surrounding_text,
+        bare_scalar,
+    ]
+}
 CORPORA: dict[str, Damage] = {**ORIGINAL, **README}
 
 

@@ -79,18 +79,22 @@ def jsonrepair_outputs(broken: list[str]) -> list[str | None]:
     """jsonrepair on every text, in one Node process: one JSON line in and one out per text."""
     node = node_for(JSONREPAIR, "jsonrepair")
     if node is None:
-        raise SystemExit("jsonrepair is not installed: run `npm ci` in "
-                         "src/diffusion_infill/bench/jsonrepair (Node 18 or later)")
+        raise SystemExit(
+            "jsonrepair is not installed: run `npm ci` in src/diffusion_infill/bench/jsonrepair (Node 18 or later)"
+        )
     lines = "".join(json.dumps(text) + "\n" for text in broken)
-    done = subprocess.run([node, str(JSONREPAIR / "repair.mjs")], input=lines, capture_output=True, text=True,
-                          check=True, timeout=600)
+    done = subprocess.run(
+        [node, str(JSONREPAIR / "repair.mjs")], input=lines, capture_output=True, text=True, check=True, timeout=600
+    )
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def table(rows: dict[str, dict]) -> str:
-    lines = ["| corpus | cases | Fix JSON valid | Fix JSON exact | json_repair valid | json_repair exact "
-             "| jsonrepair valid | jsonrepair exact | diffusion valid / won |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| corpus | cases | Fix JSON valid | Fix JSON exact | json_repair valid | json_repair exact "
+        "| jsonrepair valid | jsonrepair exact | diffusion valid / won |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name, row in rows.items():
         cells = [name, str(row["cases"])]
         for prefix in ("ours", *PEERS):
@@ -105,8 +109,12 @@ def table(rows: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=20, help="cases per corpus")
-    parser.add_argument("--seed", type=int, default=REPORTED_SEED,
-                        help=f"corpus seed (the repair was tuned on {TUNING_SEED}; report another)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=REPORTED_SEED,
+        help=f"corpus seed (the repair was tuned on {TUNING_SEED}; report another)",
+    )
     parser.add_argument("--model", help="checkpoint (default: the embedded model)")
     parser.add_argument("--no-model", action="store_true", help="deterministic candidates only")
     parser.add_argument("--show-misses", action="store_true", help="print every case Fix JSON did not get exact")
@@ -119,8 +127,14 @@ def main() -> None:
         repairer = DiffusionRepairer(loaded) if loaded.spec is not None else None
     fixer = Fixer(repairer)
 
-    keys = ["cases", "ours_valid", "ours_exact", *(f"{peer}_{m}" for peer in PEERS for m in ("valid", "exact")),
-            "diffusion_valid", "diffusion_won"]
+    keys = [
+        "cases",
+        "ours_valid",
+        "ours_exact",
+        *(f"{peer}_{m}" for peer in PEERS for m in ("valid", "exact")),
+        "diffusion_valid",
+        "diffusion_won",
+    ]
     rows: dict[str, dict] = {}
     seconds = dict.fromkeys(("ours", *PEERS), 0.0)
     for index, (name, damage) in enumerate(CORPORA.items()):
@@ -147,18 +161,29 @@ def main() -> None:
                 print(f"MISS {name}: {text!r}\n  got {mine!r}\n  want {json.dumps(intended)}")
             row["cases"] += 1
         rows[name] = row
-    groups = {"all README corpora": [name for name in rows if name in README],
-              "all earlier corpora": [name for name in rows if name not in README], "all": list(rows)}
+    groups = {
+        "all README corpora": [name for name in rows if name in README],
+        "all earlier corpora": [name for name in rows if name not in README],
+        "all": list(rows),
+    }
     for group, names in groups.items():
         rows[group] = {key: sum(rows[name][key] for name in names) for key in keys}
     print(table(rows))
     total = rows["all"]["cases"]
-    print(json.dumps({"corpora": rows, "seed": args.seed,
-                      "model": None if args.no_model else (args.model or "embedded"),
-                      "json_repair_version": metadata.version("json_repair"),
-                      "jsonrepair_version": json.loads((JSONREPAIR / "node_modules" / "jsonrepair" / "package.json")
-                                                       .read_text())["version"],
-                      "ms_per_case": {key: round(1000 * value / max(1, total), 2) for key, value in seconds.items()}}))
+    print(
+        json.dumps(
+            {
+                "corpora": rows,
+                "seed": args.seed,
+                "model": None if args.no_model else (args.model or "embedded"),
+                "json_repair_version": metadata.version("json_repair"),
+                "jsonrepair_version": json.loads(
+                    (JSONREPAIR / "node_modules" / "jsonrepair" / "package.json").read_text()
+                )["version"],
+                "ms_per_case": {key: round(1000 * value / max(1, total), 2) for key, value in seconds.items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

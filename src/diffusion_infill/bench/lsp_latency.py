@@ -52,7 +52,9 @@ class Recorder:
 async def request(client: LanguageClient, uri: str, position: types.Position):
     params = types.InlineCompletionParams(
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
-        text_document=types.TextDocumentIdentifier(uri), position=position)
+        text_document=types.TextDocumentIdentifier(uri),
+        position=position,
+    )
     return await client.text_document_inline_completion_async(params)
 
 
@@ -74,15 +76,28 @@ def embedded_model_copy(directory: Path) -> Path:
 ENGINE_EVERY_TIME = {"documentDrafts": False, "quietAfter": ""}
 
 
-async def start_server(client: LanguageClient, model: Path, telemetry: Path, options: dict, *extra: str,
-                       verbose: bool = False, **process) -> None:
+async def start_server(
+    client: LanguageClient, model: Path, telemetry: Path, options: dict, *extra: str, verbose: bool = False, **process
+) -> None:
     """Starts `diffusion-infill serve` on stdio and initializes it for inline completion with `options`
     (initializationOptions). `extra`: more serve options; `verbose`: debug logging on its stderr;
     `process`: for the subprocess (e.g. env)."""
-    await client.start_io(sys.executable, "-m", "diffusion_infill.cli.main", *(["-v"] if verbose else []), "serve",
-                          "--model", str(model), "--telemetry", str(telemetry), *extra, **process)
-    capabilities = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-        inline_completion=types.InlineCompletionClientCapabilities()))
+    await client.start_io(
+        sys.executable,
+        "-m",
+        "diffusion_infill.cli.main",
+        *(["-v"] if verbose else []),
+        "serve",
+        "--model",
+        str(model),
+        "--telemetry",
+        str(telemetry),
+        *extra,
+        **process,
+    )
+    capabilities = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(inline_completion=types.InlineCompletionClientCapabilities())
+    )
     await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
     client.initialized(types.InitializedParams())
 
@@ -96,15 +111,21 @@ async def measure(model: Path, cases, options: dict) -> dict:
         rows = []
         for index, case in enumerate(cases):
             uri = f"file:///bench/case{index}.py"
-            client.text_document_did_open(types.DidOpenTextDocumentParams(
-                types.TextDocumentItem(uri, "python", 1, case.prefix + case.suffix)))
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, case.prefix + case.suffix))
+            )
             started = time.perf_counter()
             answer = await request(client, uri, end_position(case.prefix))
             finished = time.perf_counter()
             final = recorder.final.get(uri)
-            rows.append({"total_ms": (finished - started) * 1000,
-                         "first_draft_ms": (recorder.first.get(uri, finished) - started) * 1000,
-                         "steps": final.step if final else 0, "items": len(answer or [])})
+            rows.append(
+                {
+                    "total_ms": (finished - started) * 1000,
+                    "first_draft_ms": (recorder.first.get(uri, finished) - started) * 1000,
+                    "steps": final.step if final else 0,
+                    "items": len(answer or []),
+                }
+            )
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
@@ -131,20 +152,29 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, help="denoising steps at most (default: the engine's)")
     args = parser.parse_args()
     cases = held_out_line_cases(args.cases + 1, seed=CASE_SEED)
-    options = {"diffusionInfill": {"mode": "single-line", **ENGINE_EVERY_TIME,
-                                   **({"maxSteps": args.max_steps} if args.max_steps else {})}}
+    options = {
+        "diffusionInfill": {
+            "mode": "single-line",
+            **ENGINE_EVERY_TIME,
+            **({"maxSteps": args.max_steps} if args.max_steps else {}),
+        }
+    }
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model or embedded_model_copy(Path(scratch))
         result = asyncio.run(measure(model, cases, options))
     recipe = model / "recipe.json" if args.model else EMBEDDED_MODEL / "recipe.json"
-    print(json.dumps({
-        "date": datetime.date.today().isoformat(),
-        "model": str(args.model or "embedded"),
-        "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
-        "cpus": os.cpu_count(),
-        "settings": options["diffusionInfill"],
-        **result,
-    }))
+    print(
+        json.dumps(
+            {
+                "date": datetime.date.today().isoformat(),
+                "model": str(args.model or "embedded"),
+                "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
+                "cpus": os.cpu_count(),
+                "settings": options["diffusionInfill"],
+                **result,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ FIX_RULES = frozenset({"MD031", "MD040", "MD056", "MD004"})
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def documents(limit: int | None = None, max_chars: int | None = None, root: Path | None = None) \
-        -> list[tuple[str, str]]:
+def documents(
+    limit: int | None = None, max_chars: int | None = None, root: Path | None = None
+) -> list[tuple[str, str]]:
     """(name, text) of the installed packages' Markdown READMEs and .md files, sorted by name;
     at most `limit` of them, each at most `max_chars` long."""
     root = root or Path(sysconfig.get_paths()["purelib"])
@@ -70,14 +71,18 @@ def lint(texts: list[str]) -> list[Counter]:
     """markdownlint's violations of each text, counted per rule (each distinct text linted once)."""
     node = node_for(MARKDOWNLINT, "markdownlint")
     if node is None:
-        raise RuntimeError("markdownlint is not installed: run `npm ci` in "
-                           "src/diffusion_infill/bench/markdownlint (Node 20 or later)")
+        raise RuntimeError(
+            "markdownlint is not installed: run `npm ci` in src/diffusion_infill/bench/markdownlint (Node 20 or later)"
+        )
     distinct = list(dict.fromkeys(texts))
     lines = "".join(json.dumps(text) + "\n" for text in distinct)
-    done = subprocess.run([node, str(MARKDOWNLINT / "lint.mjs")], input=lines, capture_output=True, text=True,
-                          check=True, timeout=600)
-    found = {text: Counter(rule for rule, _ in json.loads(line))
-             for text, line in zip(distinct, done.stdout.splitlines(), strict=True)}
+    done = subprocess.run(
+        [node, str(MARKDOWNLINT / "lint.mjs")], input=lines, capture_output=True, text=True, check=True, timeout=600
+    )
+    found = {
+        text: Counter(rule for rule, _ in json.loads(line))
+        for text, line in zip(distinct, done.stdout.splitlines(), strict=True)
+    }
     return [found[text] for text in texts]
 
 
@@ -100,8 +105,9 @@ def blocks(text: str) -> list[tuple[range, str]]:
 def untouched_render_alike(before: str, after: str) -> bool:
     """Whether every top-level block of `before` with no changed line renders the same in `after`."""
     matcher = difflib.SequenceMatcher(None, before.split("\n"), after.split("\n"), autojunk=False)
-    changed = {line for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal"
-               for line in range(max(i1 - 1, 0), i2 + 1)}  # a line inserted next to a block touches it
+    changed = {
+        line for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal" for line in range(max(i1 - 1, 0), i2 + 1)
+    }  # a line inserted next to a block touches it
     rendered_after = Counter(html for _, html in blocks(after))
     kept = Counter(html for lines, html in blocks(before) if not changed.intersection(lines))
     return not kept - rendered_after
@@ -122,8 +128,12 @@ def cut_closing_fence(rng: random.Random, lines: list[str]) -> list[str] | None:
 
 def no_blank_around_fence(rng: random.Random, lines: list[str]) -> list[str] | None:
     fences = _fence_lines(lines)
-    blanks = [index + step for index in fences for step in (-1, 1)
-              if 0 < index + step < len(lines) - 1 and not lines[index + step].strip()]
+    blanks = [
+        index + step
+        for index in fences
+        for step in (-1, 1)
+        if 0 < index + step < len(lines) - 1 and not lines[index + step].strip()
+    ]
     if not blanks:
         return None
     drop = rng.choice(blanks)
@@ -140,8 +150,13 @@ def no_fence_language(rng: random.Random, lines: list[str]) -> list[str] | None:
 
 
 def short_table_row(rng: random.Random, lines: list[str]) -> list[str] | None:
-    rows = [index for index in range(2, len(lines)) if lines[index].strip().startswith("|")
-            and lines[index].count("|") >= 3 and re.match(r"^\s*\|?\s*:?-+", lines[index - 1] or "")]
+    rows = [
+        index
+        for index in range(2, len(lines))
+        if lines[index].strip().startswith("|")
+        and lines[index].count("|") >= 3
+        and re.match(r"^\s*\|?\s*:?-+", lines[index - 1] or "")
+    ]
     if not rows:
         return None
     index = rng.choice(rows)
@@ -151,8 +166,11 @@ def short_table_row(rng: random.Random, lines: list[str]) -> list[str] | None:
 
 
 BREAKS: dict[str, Callable[[random.Random, list[str]], list[str] | None]] = {
-    "closing fence cut": cut_closing_fence, "no blank line around a fence": no_blank_around_fence,
-    "no fence language": no_fence_language, "table row short of a cell": short_table_row}
+    "closing fence cut": cut_closing_fence,
+    "no blank line around a fence": no_blank_around_fence,
+    "no fence language": no_fence_language,
+    "table row short of a cell": short_table_row,
+}
 
 
 def measure(texts: list[str], originals: list[str] | None = None) -> dict:
@@ -167,13 +185,19 @@ def measure(texts: list[str], originals: list[str] | None = None) -> dict:
     added = Counter()
     for old, new in zip(known, after, strict=True):
         added += new - old
-    return {"documents": len(texts), "changed": sum(a != b for a, b in zip(texts, fixed, strict=True)),
-            "valid changed": sum(text != new and not (FIX_RULES & set(old))
-                                 for text, new, old in zip(texts, fixed, before, strict=True)),
-            "repaired": sum(not problems(new) for new in fixed),
-            "violations added": dict(added),
-            "render changed": sum(not untouched_render_alike(text, new) and not untouched_render_alike(original, new)
-                                  for text, new, original in zip(texts, fixed, originals, strict=True))}
+    return {
+        "documents": len(texts),
+        "changed": sum(a != b for a, b in zip(texts, fixed, strict=True)),
+        "valid changed": sum(
+            text != new and not (FIX_RULES & set(old)) for text, new, old in zip(texts, fixed, before, strict=True)
+        ),
+        "repaired": sum(not problems(new) for new in fixed),
+        "violations added": dict(added),
+        "render changed": sum(
+            not untouched_render_alike(text, new) and not untouched_render_alike(original, new)
+            for text, new, original in zip(texts, fixed, originals, strict=True)
+        ),
+    }
 
 
 def main() -> None:
@@ -192,8 +216,10 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, row in rows.items():
         valid_changed = row["valid changed"] if name == "valid documents" else "-"  # broken copies are not valid
-        print(f"| {name} | {row['documents']} | {row['changed']} | {valid_changed} | {row['repaired']} | "
-              f"{sum(row['violations added'].values())} | {row['render changed']} |")
+        print(
+            f"| {name} | {row['documents']} | {row['changed']} | {valid_changed} | {row['repaired']} | "
+            f"{sum(row['violations added'].values())} | {row['render changed']} |"
+        )
     print(json.dumps(rows))
 
 

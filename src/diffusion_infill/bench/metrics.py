@@ -109,13 +109,21 @@ def aggregate(rows: list[dict]) -> dict:
     drafted = [r for r in rows if r.get("drafted")]
     if drafted:  # the cases where a line copied from the code exists: what judging it buys
         result["where_a_draft_exists"] = {
-            "cases": len(drafted), "exact_match": sum(r["exact"] for r in drafted) / len(drafted),
+            "cases": len(drafted),
+            "exact_match": sum(r["exact"] for r in drafted) / len(drafted),
             "edit_similarity_mean": statistics.fmean(r["similarity"] for r in drafted),
             "tokens_per_forward_mean": statistics.fmean(r["tokens_per_forward"] for r in drafted),
-            "answered_with_a_judged_line": sum(r.get("source") == REVISED for r in drafted)}
+            "answered_with_a_judged_line": sum(r.get("source") == REVISED for r in drafted),
+        }
     kinds = sorted({r["kind"] for r in rows})
     if len(kinds) > 1:
-        result["by_kind"] = {kind: {"cases": len(subset), "exact_match": sum(r["exact"] for r in subset) / len(subset),
-                                    "edit_similarity_mean": statistics.fmean(r["similarity"] for r in subset)}
-                             for kind in kinds if (subset := [r for r in rows if r["kind"] == kind])}
+        result["by_kind"] = {
+            kind: {
+                "cases": len(subset),
+                "exact_match": sum(r["exact"] for r in subset) / len(subset),
+                "edit_similarity_mean": statistics.fmean(r["similarity"] for r in subset),
+            }
+            for kind in kinds
+            if (subset := [r for r in rows if r["kind"] == kind])
+        }
     return result

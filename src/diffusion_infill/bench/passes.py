@@ -28,8 +28,16 @@ from diffusion_infill.cli.inputs import positive_int
 
 BOUNDS = (1.0, 2.0, 4.0, 8.0)  # above the untuned 0.5: a smaller bound only costs passes
 SCHEDULES = ({"t_min": 0.1, "t_max": 0.3},)  # colder than transformers' 0.8 to 0.4
-SUMMARY = ("edit_similarity_mean", "exact_match", "forward_passes_mean", "tokens_per_forward_mean", "step_ms_median",
-           "latency_ms_p50", "latency_ms_p95", "first_draft_ms_p50")
+SUMMARY = (
+    "edit_similarity_mean",
+    "exact_match",
+    "forward_passes_mean",
+    "tokens_per_forward_mean",
+    "step_ms_median",
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "first_draft_ms_p50",
+)
 REPORTED = (*SUMMARY, "passes_without_reveal_mean", "passes_after_final_mean")
 COUNTS = ("passes", "without_reveal", "one_token", "redecided", "after_final", "past_end")
 
@@ -45,8 +53,11 @@ def table(result: dict) -> str:
     lines = ["| case | kind | " + " | ".join(COUNTS) + " | text |", "|" + " --- |" * (len(COUNTS) + 3)]
     for row in result["rows"]:
         counts = row["pass_counts"]
-        lines.append(f"| {row['name']} | {row['kind']} | " + " | ".join(str(counts[k]) for k in COUNTS)
-                     + f" | {json.dumps(row['text'])} |")
+        lines.append(
+            f"| {row['name']} | {row['kind']} | "
+            + " | ".join(str(counts[k]) for k in COUNTS)
+            + f" | {json.dumps(row['text'])} |"
+        )
     means = {k: statistics.fmean(row["pass_counts"][k] for row in result["rows"]) for k in COUNTS}
     lines.append("| mean | | " + " | ".join(f"{means[k]:.2f}" for k in COUNTS) + " | |")
     lines.append("\n" + ", ".join(f"{key} {result[key]:.3f}" for key in SUMMARY))
@@ -61,8 +72,12 @@ def stable_passes(result: dict) -> int:
 def choose(runs: list[tuple[dict, dict]], reference: dict) -> tuple[dict, dict]:
     """The run with the fewest forward passes among those whose edit similarity and exact match are no
     lower than the reference's, and its settings."""
-    good = [(values, run) for values, run in runs if run["edit_similarity_mean"] >= reference["edit_similarity_mean"]
-            and run["exact_match"] >= reference["exact_match"]]
+    good = [
+        (values, run)
+        for values, run in runs
+        if run["edit_similarity_mean"] >= reference["edit_similarity_mean"]
+        and run["exact_match"] >= reference["exact_match"]
+    ]
     return min(good, key=lambda item: item[1]["forward_passes_mean"])
 
 
@@ -80,8 +95,7 @@ def tune(cases: int, case_seed: int, model: Path | None, threads: int, seed: int
 
     reference = run({})
     schedule, _ = choose([reference, *(run(s) for s in SCHEDULES)], reference[1])
-    chosen, chosen_run = choose([run(schedule), *(run({**schedule, "entropy_bound": b}) for b in BOUNDS)],
-                                reference[1])
+    chosen, chosen_run = choose([run(schedule), *(run({**schedule, "entropy_bound": b}) for b in BOUNDS)], reference[1])
     values = {**UNTUNED, **chosen, "stable_insertion": stable_passes(chosen_run)}
     return {"values": values, "runs": runs}
 
@@ -93,8 +107,13 @@ def main() -> int:
     parser.add_argument("--model", type=Path, help="diffusion checkpoint (default: the embedded model)")
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="an EngineSettings / DenoiseSettings field, as JSON (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an EngineSettings / DenoiseSettings field, as JSON (repeatable)",
+    )
     parser.add_argument("--tune", action="store_true", help="re-derive the checkpoint's sampler.json")
     parser.add_argument("--write", action="store_true", help="--tune: save sampler.json beside the checkpoint")
     args = parser.parse_args()
@@ -107,8 +126,11 @@ def main() -> int:
         tuned = tune(args.cases, args.case_seed, args.model, args.threads, args.seed)
         print(json.dumps(tuned))
         if args.write:
-            save_tuning(args.model or EMBEDDED_MODEL, tuned["values"],
-                        f"diffusion_infill.bench.passes --tune, {args.cases} cases, case seed {args.case_seed}")
+            save_tuning(
+                args.model or EMBEDDED_MODEL,
+                tuned["values"],
+                f"diffusion_infill.bench.passes --tune, {args.cases} cases, case seed {args.case_seed}",
+            )
         return 0
     overrides = {}
     for item in args.set:

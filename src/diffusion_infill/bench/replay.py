@@ -74,8 +74,17 @@ QUICK_FILES, QUICK_CHARS = 2, 300
 MAX_FILE_CHARS = 60_000
 LOAD_S = 600.0  # waiting for the model to load
 WORD_CHAR = re.compile(r"\w")
-COUNTS = ("requests", "shown", "accepted", "accepted_line", "accepted_word", "late", "errors",
-          "answered_without_model", "answered_without_run")
+COUNTS = (
+    "requests",
+    "shown",
+    "accepted",
+    "accepted_line",
+    "accepted_word",
+    "late",
+    "errors",
+    "answered_without_model",
+    "answered_without_run",
+)
 
 
 @dataclass(frozen=True)
@@ -93,15 +102,18 @@ def _pool() -> list[Document]:
     rng.shuffle(stdlib)
     rng.shuffle(third)
     mixed = [doc for pair in zip(stdlib, third, strict=False) for doc in pair]
-    return mixed + stdlib[len(mixed) // 2:] + third[len(mixed) // 2:]
+    return mixed + stdlib[len(mixed) // 2 :] + third[len(mixed) // 2 :]
 
 
 def excerpt(doc: Document, chars: int, rng: random.Random) -> Excerpt | None:
     """About `chars` characters of whole lines from the second half of `doc` (so the model has
     context before them), starting at a line of code; None when the file has no such place."""
     lines = doc.text.splitlines(keepends=True)
-    starts = [i for i in range(len(lines) // 3, len(lines) - 5)
-              if lines[i].strip() and not lines[i].lstrip().startswith(("#", '"', "'", "@"))]
+    starts = [
+        i
+        for i in range(len(lines) // 3, len(lines) - 5)
+        if lines[i].strip() and not lines[i].lstrip().startswith(("#", '"', "'", "@"))
+    ]
     if not starts:
         return None
     first = rng.choice(starts)
@@ -163,7 +175,7 @@ def pauses(text: str, at: int) -> bool:
         return True
     if WORD_CHAR.match(before) and not WORD_CHAR.match(after):
         return True
-    line = text[: at].rsplit("\n", 1)[-1]
+    line = text[:at].rsplit("\n", 1)[-1]
     return not line.strip() and not after.isspace()
 
 
@@ -217,16 +229,21 @@ class Typist:
         self.documents = 0
 
     def _change(self, uri: str, version: int, text: str, at: types.Position) -> None:
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-            [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=text)],
+            )
+        )
 
     async def ask(self, uri: str, document: str, budget_s: float) -> tuple[list, float] | None:
         """An Automatic request at the end of `document`: (items, latency ms), or None when the
         answer would come after the next keystroke (the request is then cancelled)."""
         params = types.InlineCompletionParams(
             context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
-            text_document=types.TextDocumentIdentifier(uri), position=end_position(document))
+            text_document=types.TextDocumentIdentifier(uri),
+            position=end_position(document),
+        )
         message_id = str(uuid.uuid4())
         sent = time.perf_counter()
         future = self.client.protocol.send_request_async(types.TEXT_DOCUMENT_INLINE_COMPLETION, params, message_id)
@@ -244,8 +261,9 @@ class Typist:
         self.documents += 1
         uri = f"file:///replay/{self.documents}/{piece.name.rsplit(':', 1)[0].replace('/', '_')}"
         document, version = piece.context, 1
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri, "python", version, document)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", version, document))
+        )
         full, at = piece.context + piece.text, 0
         while at < len(piece.text):
             if pauses(full, len(piece.context) + at):
@@ -305,8 +323,9 @@ class Typist:
             self.tally.chars_saved_whole += len(text)
             command = items[0].command
             if command is not None:
-                await self.client.workspace_execute_command_async(types.ExecuteCommandParams(
-                    command=command.command, arguments=command.arguments))
+                await self.client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+                )
         return text
 
 
@@ -322,7 +341,9 @@ async def _warm_up(client: LanguageClient) -> None:
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
     params = types.InlineCompletionParams(
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
-        text_document=types.TextDocumentIdentifier(uri), position=end_position(text))
+        text_document=types.TextDocumentIdentifier(uri),
+        position=end_position(text),
+    )
     await asyncio.wait_for(client.text_document_inline_completion_async(params), LOAD_S)
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
 
@@ -340,8 +361,17 @@ async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed:
     tally = Tally()
     with tempfile.TemporaryDirectory() as state:
         # One torch thread and no OpenMP pool beside it: the numbers are per core.
-        await start_server(client, model, Path(state) / "acceptance.json", {"diffusionInfill": settings},
-                           "--threads", "1", "--seed", str(seed), env={**os.environ, "OMP_NUM_THREADS": "1"})
+        await start_server(
+            client,
+            model,
+            Path(state) / "acceptance.json",
+            {"diffusionInfill": settings},
+            "--threads",
+            "1",
+            "--seed",
+            str(seed),
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
         process = client._server  # pygls keeps the process private: its pid, for /proc
         assert process is not None
         try:
@@ -376,24 +406,44 @@ def summarize(tally: Tally, characters: int) -> dict:
         "latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "cpu_ms_per_100": round(tally.cpu_s * 1000 * per_100, 1),
         "chars_saved_whole_per_100": round(tally.chars_saved_whole * per_100, 2),
-        **{key: counts[key] for key in ("accepted_line", "accepted_word", "late", "errors", "answered_without_model",
-                                        "answered_without_run")},
+        **{
+            key: counts[key]
+            for key in (
+                "accepted_line",
+                "accepted_word",
+                "late",
+                "errors",
+                "answered_without_model",
+                "answered_without_run",
+            )
+        },
         "latency_ms_mean": round(statistics.fmean(latencies), 1),
         "shown_by_source": dict(tally.shown_by_source),
         "accepted_by_source": dict(tally.accepted_by_source),
     }
 
 
-def run(quick: bool, files: int | None, chars: int | None, model: Path | None, baseline: Path, seed: int,
-        settings: dict | None = None, pause_ms: int = PAUSE_MS, tuning: bool = False,
-        log: Path | None = None, paths: list[Path] | None = None) -> dict:
+def run(
+    quick: bool,
+    files: int | None,
+    chars: int | None,
+    model: Path | None,
+    baseline: Path,
+    seed: int,
+    settings: dict | None = None,
+    pause_ms: int = PAUSE_MS,
+    tuning: bool = False,
+    log: Path | None = None,
+    paths: list[Path] | None = None,
+) -> dict:
     """Both models on the same excerpts (the tuning files' with `tuning`, the files at `paths`
     with those); `model` None: a copy of the embedded model. `log`: every request and its
     outcome, a JSON object a line."""
     from diffusion_infill.bench.lsp_latency import embedded_model_copy
 
-    pieces = excerpts(files or (QUICK_FILES if quick else FULL_FILES), chars or (QUICK_CHARS if quick else FULL_CHARS),
-                      tuning, paths)
+    pieces = excerpts(
+        files or (QUICK_FILES if quick else FULL_FILES), chars or (QUICK_CHARS if quick else FULL_CHARS), tuning, paths
+    )
     characters = sum(len(piece.text) for piece in pieces)
     settings = settings or {}
     report: dict = {}
@@ -404,22 +454,36 @@ def run(quick: bool, files: int | None, chars: int | None, model: Path | None, b
             if log is not None:
                 with log.open("a") as out:
                     out.writelines(json.dumps({"model": family, **entry}) + "\n" for entry in tally.log)
-            report[family] = {**summarize(tally, characters), "pause_ms": pause_ms,
-                              "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
-                              "model": str(model or "embedded") if family == "diffusion" else str(path)}
+            report[family] = {
+                **summarize(tally, characters),
+                "pause_ms": pause_ms,
+                "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
+                "model": str(model or "embedded") if family == "diffusion" else str(path),
+            }
     return {**report, "files": [piece.name for piece in pieces], "characters": characters}
 
 
 def table(report: dict) -> str:
-    keys = ("requests", "shown", "accepted", "acceptance_rate", "chars_saved_per_100", "wrong_shown_per_100",
-            "latency_ms_p50", "latency_ms_p95", "cpu_ms_per_100", "answered_without_model", "answered_without_run",
-            "accepted_word",
-            "accepted_line", "late")
+    keys = (
+        "requests",
+        "shown",
+        "accepted",
+        "acceptance_rate",
+        "chars_saved_per_100",
+        "wrong_shown_per_100",
+        "latency_ms_p50",
+        "latency_ms_p95",
+        "cpu_ms_per_100",
+        "answered_without_model",
+        "answered_without_run",
+        "accepted_word",
+        "accepted_line",
+        "late",
+    )
     lines = ["| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for family in ("diffusion", "autoregressive"):
         lines.append(f"| {family} | " + " | ".join(str(report[family][key]) for key in keys) + " |")
-    lines.append(f"\n{len(report['files'])} excerpts, {report['characters']} characters: "
-                 + ", ".join(report["files"]))
+    lines.append(f"\n{len(report['files'])} excerpts, {report['characters']} characters: " + ", ".join(report["files"]))
     return "\n".join(lines) + "\n"
 
 
@@ -438,7 +502,7 @@ def _bad_arguments(args) -> str | None:
     if args.paths and not python_files(args.paths):
         return f"--paths: no Python file of more than 60 lines and under {MAX_FILE_CHARS:,} characters there"
     if args.settings is not None and not isinstance(_json_or_none(args.settings), dict):
-        return "--settings must be a JSON object, e.g. '{\"mode\": \"single-line\"}'"
+        return '--settings must be a JSON object, e.g. \'{"mode": "single-line"}\''
     return None
 
 
@@ -460,8 +524,19 @@ def main(args) -> int:
         settings["minConfidence"] = args.min_confidence
     if args.log is not None:
         args.log.write_text("")
-    report = run(args.quick, args.files, args.chars, args.model, args.baseline, args.seed, settings, args.pause_ms,
-                 args.tuning, args.log, args.paths)
+    report = run(
+        args.quick,
+        args.files,
+        args.chars,
+        args.model,
+        args.baseline,
+        args.seed,
+        settings,
+        args.pause_ms,
+        args.tuning,
+        args.log,
+        args.paths,
+    )
     if args.json:
         print(json.dumps(report))
     else:

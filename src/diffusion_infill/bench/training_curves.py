@@ -33,15 +33,17 @@ def losses(rows: list[dict]) -> list[str]:
 
 
 def moving_mean(values: list[float], window: int) -> list[float]:
-    return [statistics.fmean(values[max(0, i - window + 1):i + 1]) for i in range(len(values))]
+    return [statistics.fmean(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
 
 
 def summary(rows: list[dict], window: int) -> dict:
     last = rows[-1]
-    return {"step": last["step"], "cpu_hours": last["cpu_hours"],
-            "cpu_s_per_step": round(last["cpu_hours"] * 3600 / last["step"], 2),
-            **{key: round(statistics.fmean(row[key] for row in rows[-window:] if key in row), 3)
-               for key in losses(rows)}}
+    return {
+        "step": last["step"],
+        "cpu_hours": last["cpu_hours"],
+        "cpu_s_per_step": round(last["cpu_hours"] * 3600 / last["step"], 2),
+        **{key: round(statistics.fmean(row[key] for row in rows[-window:] if key in row), 3) for key in losses(rows)},
+    }
 
 
 def plot(runs: dict[str, list[dict]], window: int, path: Path) -> None:
@@ -51,8 +53,9 @@ def plot(runs: dict[str, list[dict]], window: int, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for colour, (name, rows) in zip(itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), runs.items(),
-                                    strict=False):
+    for colour, (name, rows) in zip(
+        itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"]), runs.items(), strict=False
+    ):
         for style, key in zip(itertools.cycle(("-", "--", ":")), losses(rows), strict=False):
             kept = [row for row in rows if key in row]
             smooth = moving_mean([row[key] for row in kept], window)

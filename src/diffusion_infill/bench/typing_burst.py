@@ -146,8 +146,9 @@ class Session:
     def open(self, name: str, text: str) -> str:
         self._documents += 1
         uri = f"file:///bench/{name}{self._documents}.py"
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri, "python", 1, text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+        )
         return uri
 
     def close(self, uri: str) -> None:
@@ -194,9 +195,12 @@ class Session:
             # A fixed schedule, as keys are pressed: a slow loop iteration does not delay the rest.
             await asyncio.sleep(max(0.0, started + index * interval_ms / 1000 - loop.time()))
             at, version = end_position(head + typed[:index]), index + 2
-            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
-                [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=char)]))
+            self.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                    [types.TextDocumentContentChangePartial(range=types.Range(at, at), text=char)],
+                )
+            )
             # A task: the request is sent now (at the next loop turn) and its answer is not awaited.
             asked.append((version, asyncio.ensure_future(self.ask(uri, end_position(head + typed[: index + 1])))))
         answers = await asyncio.wait_for(asyncio.gather(*(task for _, task in asked)), ANSWERS_S)
@@ -204,9 +208,15 @@ class Session:
         self.close(uri)
         # A run that finished publishes a final infill/draft before its answer; a superseded one never does.
         outcomes = collections.Counter(
-            "errors" if answer.error is not None else "answered_items" if answer.items
-            else "answered_empty" if (uri, version) in self.recorder.answered else "superseded"
-            for (version, _), answer in zip(asked, answers, strict=True))
+            "errors"
+            if answer.error is not None
+            else "answered_items"
+            if answer.items
+            else "answered_empty"
+            if (uri, version) in self.recorder.answered
+            else "superseded"
+            for (version, _), answer in zip(asked, answers, strict=True)
+        )
         return {
             "cpu_s": cpu_s,
             "steps": steps,
@@ -222,20 +232,34 @@ class Session:
         answer = await asyncio.wait_for(self.ask(uri, end_position(prefix)), ANSWERS_S)
         cpu_s, steps = await self.settle(before, [answer])
         self.close(uri)
-        return {"cpu_s": cpu_s, "steps": steps, "items": answer.items, "error": answer.error,
-                "latency_ms": answer.latency_ms}
+        return {
+            "cpu_s": cpu_s,
+            "steps": steps,
+            "items": answer.items,
+            "error": answer.error,
+            "latency_ms": answer.latency_ms,
+        }
 
 
-async def measure(model: Path, reset_case: Probe, cases: list[Probe], keystrokes: int, interval_ms: int,
-                  options: dict) -> list[dict]:
+async def measure(
+    model: Path, reset_case: Probe, cases: list[Probe], keystrokes: int, interval_ms: int, options: dict
+) -> list[dict]:
     client = LanguageClient("typing-burst-bench", "1")
     recorder = Recorder()
     client.feature("infill/draft")(lambda ls, params: recorder.receive(params))
     log = EngineLog()
     with tempfile.TemporaryDirectory() as state:
         # One torch thread, and no OpenMP pool beside it: the numbers are per core, and other work shares the CPUs.
-        await start_server(client, model, Path(state) / "acceptance.json", options, "--threads", "1", verbose=True,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+        await start_server(
+            client,
+            model,
+            Path(state) / "acceptance.json",
+            options,
+            "--threads",
+            "1",
+            verbose=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
         process = client._server  # pygls keeps the process private: its pid for /proc, its stderr for the log
         assert process is not None and process.stderr is not None
         following = asyncio.ensure_future(log.follow(process.stderr))
@@ -247,9 +271,15 @@ async def measure(model: Path, reset_case: Probe, cases: list[Probe], keystrokes
                 burst = await session.burst(case, keystrokes, interval_ms)
                 await session.reset(reset_case)
                 single = await session.single(case)
-                rows.append({"name": case.name, "burst": burst, "single": single,
-                             "wasted_steps": burst["steps"] - single["steps"],
-                             "wasted_cpu_s": burst["cpu_s"] - single["cpu_s"]})
+                rows.append(
+                    {
+                        "name": case.name,
+                        "burst": burst,
+                        "single": single,
+                        "wasted_steps": burst["steps"] - single["steps"],
+                        "wasted_cpu_s": burst["cpu_s"] - single["cpu_s"],
+                    }
+                )
         except (asyncio.TimeoutError, RuntimeError):
             print("server stderr, last lines:", *log.tail, sep="\n", file=sys.stderr)
             raise
@@ -292,9 +322,16 @@ def summarize(rows: list[dict], keystrokes: int, interval_ms: int, options: dict
         "wasted_cpu_s_mean": round(mean(r["wasted_cpu_s"] for r in rows), 3),
         "cpu_ratio": round(mean(b["cpu_s"] for b in bursts) / max(mean(s["cpu_s"] for s in singles), 1e-9), 2),
         "steps_ratio": round(mean(b["steps"] for b in bursts) / max(mean(s["steps"] for s in singles), 1e-9), 2),
-        "per_case": [{"name": r["name"], "burst_steps": r["burst"]["steps"], "single_steps": r["single"]["steps"],
-                      "burst_cpu_s": round(r["burst"]["cpu_s"], 2), "single_cpu_s": round(r["single"]["cpu_s"], 2)}
-                     for r in rows],
+        "per_case": [
+            {
+                "name": r["name"],
+                "burst_steps": r["burst"]["steps"],
+                "single_steps": r["single"]["steps"],
+                "burst_cpu_s": round(r["burst"]["cpu_s"], 2),
+                "single_cpu_s": round(r["single"]["cpu_s"], 2),
+            }
+            for r in rows
+        ],
     }
 
 
@@ -308,14 +345,24 @@ def select_cases(count: int, keystrokes: int) -> tuple[Probe, list[Probe]]:
     return fit[0], fit[1 : count + 1]
 
 
-def run(cases: int, model: Path | None, keystrokes: int = KEYSTROKES, interval_ms: int = INTERVAL_MS,
-        max_steps: int | None = None) -> dict:
+def run(
+    cases: int,
+    model: Path | None,
+    keystrokes: int = KEYSTROKES,
+    interval_ms: int = INTERVAL_MS,
+    max_steps: int | None = None,
+) -> dict:
     """Measures `cases` bursts and their references on a fresh server; `model` None: a copy of the embedded model."""
     if cases < 1 or keystrokes < 1:
         raise ValueError("cases and keystrokes must be at least 1")
     reset_case, chosen = select_cases(cases, keystrokes)
-    options = {"diffusionInfill": {"mode": "single-line", **ENGINE_EVERY_TIME,
-                                   **({"maxSteps": max_steps} if max_steps else {})}}
+    options = {
+        "diffusionInfill": {
+            "mode": "single-line",
+            **ENGINE_EVERY_TIME,
+            **({"maxSteps": max_steps} if max_steps else {}),
+        }
+    }
     with tempfile.TemporaryDirectory() as scratch:
         served = model if model is not None else embedded_model_copy(Path(scratch))
         rows = asyncio.run(measure(served, reset_case, chosen, keystrokes, interval_ms, options))
@@ -332,13 +379,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(args.cases, args.model, args.keystrokes, args.interval_ms, args.max_steps)
     recipe = (args.model or EMBEDDED_MODEL) / "recipe.json"
-    print(json.dumps({
-        "date": datetime.date.today().isoformat(),
-        "model": str(args.model or "embedded"),
-        "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
-        "cpus": os.cpu_count(),
-        **result,
-    }))
+    print(
+        json.dumps(
+            {
+                "date": datetime.date.today().isoformat(),
+                "model": str(args.model or "embedded"),
+                "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
+                "cpus": os.cpu_count(),
+                **result,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

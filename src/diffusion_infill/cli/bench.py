@@ -16,8 +16,10 @@ def need_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise CliError("bench --out draws plot.png with matplotlib, which is not installed: "
-                       "pip install matplotlib (or install.sh's '.[dev]'), or leave out --out") from None
+        raise CliError(
+            "bench --out draws plot.png with matplotlib, which is not installed: "
+            "pip install matplotlib (or install.sh's '.[dev]'), or leave out --out"
+        ) from None
 
 
 def main(args: argparse.Namespace) -> int:

@@ -52,8 +52,9 @@ class Location:
             raise LocationError(f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range")
         if not 1 <= self.column <= len(lines[self.line - 1]) + 1:
             characters = plural(len(lines[self.line - 1]), "character")
-            raise LocationError(f"line {self.line} of {self.path} has {characters}; "
-                                f"column {self.column} is out of range")
+            raise LocationError(
+                f"line {self.line} of {self.path} has {characters}; column {self.column} is out of range"
+            )
         offset = sum(len(line) + 1 for line in lines[: self.line - 1]) + self.column - 1
         return text[:offset], text[offset:]
 
@@ -99,8 +100,11 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             "text": shown_text,
             "steps": final.step,
             "drafts": drafts,
-            "timings_ms": {"prefill": round(final.prefill_ms, 2), "first_draft": round(first_draft_ms, 2),
-                           "total": round(total_ms, 2)},
+            "timings_ms": {
+                "prefill": round(final.prefill_ms, 2),
+                "first_draft": round(first_draft_ms, 2),
+                "total": round(total_ms, 2),
+            },
             "valid": valid,
             "confidence": None if final.confidence is None else round(final.confidence, 4),
             "shown": clears_gate(final.confidence, threshold),
@@ -113,8 +117,11 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
         print(f"{RESTORE_AND_CLEAR}{shown_text}")
     elif printed:
         print(shown_text)
-    print(f"[{plural(final.step, 'step')}, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
-          f"{_confidence_note(final.confidence, printed, min_confidence or 0.0)}]", file=sys.stderr)
+    print(
+        f"[{plural(final.step, 'step')}, {total_ms:.0f} ms, closure {'valid' if valid else 'BROKEN'}, "
+        f"{_confidence_note(final.confidence, printed, min_confidence or 0.0)}]",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -138,10 +145,14 @@ def _confidence_note(confidence: float | None, shown: bool, min_confidence: floa
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-    parser.add_argument("--min-confidence", type=probability, metavar="P",
-                        help="print nothing when the completion's estimated chance of being accepted is under P "
-                        "(the server's minConfidence; default: always print, and --json's `shown` is judged "
-                        "at the threshold calibrated with the checkpoint, as the server's default)")
+    parser.add_argument(
+        "--min-confidence",
+        type=probability,
+        metavar="P",
+        help="print nothing when the completion's estimated chance of being accepted is under P "
+        "(the server's minConfidence; default: always print, and --json's `shown` is judged "
+        "at the threshold calibrated with the checkpoint, as the server's default)",
+    )
     add_engine_options(parser)
     add_model_options(parser)
     remote.add_options(parser)
@@ -160,6 +171,7 @@ def main(args: argparse.Namespace) -> int:
     from diffusion_infill.engine.settings import EngineSettings
 
     settings = EngineSettings(mode=args.mode).with_overrides(
-        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound)
+        max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps, entropy_bound=args.entropy_bound
+    )
     engine = remote.connect(server, settings, args.seed) if server else create_engine(load_model(args), settings)
     return run(engine, location, text, args.json, args.min_confidence)

@@ -76,13 +76,25 @@ def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Pat
     """The fix of the selection; the result's text is the selection's."""
     selected = text[selection.start : selection.end]
     around = Surroundings(text[: selection.start], text[selection.end :], language_for_path(str(path)))
-    action = {"json": fixer.fix_json, "jsonc": fixer.fix_jsonc, "markdown": fixer.fix_markdown,
-              "regenerate": fixer.regenerate}
+    action = {
+        "json": fixer.fix_json,
+        "jsonc": fixer.fix_jsonc,
+        "markdown": fixer.fix_markdown,
+        "regenerate": fixer.regenerate,
+    }
     return action[pick_kind(kind, path, selected)](selected, around)
 
 
-def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as_json: bool, write: bool,
-        ranged: bool = True) -> int:
+def run(
+    fixer: Fixer,
+    path: Path,
+    text: str,
+    selection: Selection,
+    kind: str,
+    as_json: bool,
+    write: bool,
+    ranged: bool = True,
+) -> int:
     """Prints the fixed text (or one JSON object); 0 when fixed or nothing is broken, 1 when no
     valid fix exists. `ranged`: a --range was given (else the reasons speak of the file)."""
     result = fix_text(fixer, kind, text, selection, path)
@@ -103,14 +115,22 @@ def run(fixer: Fixer, path: Path, text: str, selection: Selection, kind: str, as
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="the file (JSON, JSONC or Markdown; others with --kind)")
-    parser.add_argument("--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end "
-                        "exclusive)")
-    parser.add_argument("--kind", choices=("auto", "json", "jsonc", "markdown", "regenerate"), default="auto",
-                        help="what to do (default: by the text and the file's extension)")
+    parser.add_argument(
+        "--range", metavar="L1:C1-L2:C2", help="only this part (1-based, columns in characters, end exclusive)"
+    )
+    parser.add_argument(
+        "--kind",
+        choices=("auto", "json", "jsonc", "markdown", "regenerate"),
+        default="auto",
+        help="what to do (default: by the text and the file's extension)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument("--write", action="store_true", help="write the fixed text back to the file")
-    parser.add_argument("--no-model", action="store_true", help="deterministic repairs only, the default (kept for "
-                        "scripts that pass it)")
+    parser.add_argument(
+        "--no-model",
+        action="store_true",
+        help="deterministic repairs only, the default (kept for scripts that pass it)",
+    )
     add_model_options(parser, optional=True)
     remote.add_options(parser)
 
@@ -121,8 +141,11 @@ def loads_model(args: argparse.Namespace, kind: str) -> bool:
     candidates changed almost no answer and cost seconds of loading (docs/fixes.md)."""
     wanted = args.model is not None or args.engine == "openai" or kind == "regenerate"
     if wanted and args.no_model:
-        raise CliError("--no-model and " + ("--kind regenerate" if kind == "regenerate" and args.model is None
-                                           else "--model") + " ask for opposite things: pass one of them")
+        raise CliError(
+            "--no-model and "
+            + ("--kind regenerate" if kind == "regenerate" and args.model is None else "--model")
+            + " ask for opposite things: pass one of them"
+        )
     return wanted
 
 
@@ -144,12 +167,28 @@ def main(args: argparse.Namespace) -> int:
         from diffusion_infill.engine.remote.client import RemoteRepairer
         from diffusion_infill.engine.settings import EngineSettings
 
-        return run(Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""), args.path, text,
-                   selection, kind, args.json, args.write, ranged=ranged)
+        return run(
+            Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""),
+            args.path,
+            text,
+            selection,
+            kind,
+            args.json,
+            args.write,
+            ranged=ranged,
+        )
     from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
 
     loaded = load_model(args)
     canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
     repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-    return run(Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"), args.path, text, selection,
-               kind, args.json, args.write, ranged=ranged)
+    return run(
+        Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"),
+        args.path,
+        text,
+        selection,
+        kind,
+        args.json,
+        args.write,
+        ranged=ranged,
+    )

@@ -45,6 +45,7 @@ def help_text(command: str) -> str:
 
 def render(page: str) -> str:
     """`page` with every help block written from the parser."""
+
     def block(match: re.Match) -> str:
         command = match["command"]
         marker = f"diffusion-infill {command} --help" if command else "diffusion-infill --help"

@@ -25,8 +25,10 @@ def read_text(path: Path, exact: bool = False) -> str:
         with path.open(encoding="utf-8", newline="" if exact else None) as file:
             return file.read()
     except UnicodeDecodeError as error:
-        raise CliError(f"{path} is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
-                       "only UTF-8 files can be completed or fixed") from None
+        raise CliError(
+            f"{path} is not UTF-8 text (byte {error.start} is 0x{error.object[error.start]:02x}); "
+            "only UTF-8 files can be completed or fixed"
+        ) from None
     except OSError as error:
         raise CliError(f"cannot read {path}: {error.strerror or error}") from None
 

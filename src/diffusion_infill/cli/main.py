@@ -56,8 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     # The server's stderr is read by editors as errors (Neovim's lsp.log files every line as [ERROR]):
     # it says only what went wrong unless asked (-v: everything, pygls's message bodies too).
     quiet = logging.WARNING if args.command == "serve" else logging.INFO
-    logging.basicConfig(level=logging.DEBUG if args.verbose else quiet, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else quiet,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     if not args.verbose:
         logging.getLogger("transformers").setLevel(logging.ERROR)
     try:

@@ -18,33 +18,68 @@ if TYPE_CHECKING:
 def add_model_options(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     """`optional`: `--model` alone turns the model on (fix: without it, deterministic repairs only)."""
     if optional:
-        parser.add_argument("--model", metavar="DIR_OR_ID", nargs="?", const="", help="use the model's candidates "
-                            "too: the embedded model (engine/model), or this checkpoint directory or hub id in the "
-                            "local hub cache (default: deterministic repairs only, without torch; the model is "
-                            "loaded for --kind regenerate); with --engine openai: the served model's name")
+        parser.add_argument(
+            "--model",
+            metavar="DIR_OR_ID",
+            nargs="?",
+            const="",
+            help="use the model's candidates "
+            "too: the embedded model (engine/model), or this checkpoint directory or hub id in the "
+            "local hub cache (default: deterministic repairs only, without torch; the model is "
+            "loaded for --kind regenerate); with --engine openai: the served model's name",
+        )
     else:
-        parser.add_argument("--model", metavar="DIR_OR_ID", help="checkpoint directory, or hub id in the local hub "
-                            "cache (default: the embedded model, engine/model); with --engine openai: the served "
-                            "model's name")
-    parser.add_argument("--device", type=device_name, default="auto", help="auto, cpu, cuda, cuda:N or mps "
-                        "(default: auto, CUDA when torch sees a GPU)")
-    parser.add_argument("--dtype", type=dtype_name, default="auto", help="auto, float32, bfloat16 or float16 "
-                        "(default: auto, bfloat16 on CUDA, else float32)")
+        parser.add_argument(
+            "--model",
+            metavar="DIR_OR_ID",
+            help="checkpoint directory, or hub id in the local hub "
+            "cache (default: the embedded model, engine/model); with --engine openai: the served "
+            "model's name",
+        )
+    parser.add_argument(
+        "--device",
+        type=device_name,
+        default="auto",
+        help="auto, cpu, cuda, cuda:N or mps (default: auto, CUDA when torch sees a GPU)",
+    )
+    parser.add_argument(
+        "--dtype",
+        type=dtype_name,
+        default="auto",
+        help="auto, float32, bfloat16 or float16 (default: auto, bfloat16 on CUDA, else float32)",
+    )
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
-    parser.add_argument("--threads", type=positive_int, metavar="N",
-                        help="torch CPU threads (default: half the cores, at least 1)")
+    parser.add_argument(
+        "--threads", type=positive_int, metavar="N", help="torch CPU threads (default: half the cores, at least 1)"
+    )
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-gap-tokens", type=positive_int, metavar="N",
-                        help="slots for the insertion (default: what the checkpoint was trained with)")
-    parser.add_argument("--max-steps", type=positive_int, metavar="N",
-                        help="denoising steps at most (default: the engine's; early stopping usually ends sooner)")
-    parser.add_argument("--entropy-bound", type=positive_float, metavar="X",
-                        help="summed entropy of the tokens accepted per step (default: the engine's)")
-    parser.add_argument("--mode", choices=MODES, default="auto", help="how many lines an insertion may span "
-                        "(default: auto, multi-line on an empty line)")
+    parser.add_argument(
+        "--max-gap-tokens",
+        type=positive_int,
+        metavar="N",
+        help="slots for the insertion (default: what the checkpoint was trained with)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        metavar="N",
+        help="denoising steps at most (default: the engine's; early stopping usually ends sooner)",
+    )
+    parser.add_argument(
+        "--entropy-bound",
+        type=positive_float,
+        metavar="X",
+        help="summed entropy of the tokens accepted per step (default: the engine's)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="how many lines an insertion may span (default: auto, multi-line on an empty line)",
+    )
 
 
 def check_model(args: argparse.Namespace) -> None:

@@ -13,12 +13,20 @@ from diffusion_infill.cli.models import add_engine_options, add_model_options, c
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     transport = parser.add_mutually_exclusive_group()
-    transport.add_argument("--stdio", action="store_true", help="speak on stdin and stdout (the default; what LSP "
-                           "clients pass)")
-    transport.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on TCP instead of stdio (default host "
-                           "127.0.0.1; port 0: any free one)")
-    parser.add_argument("--telemetry", type=Path, metavar="FILE", help="acceptance counts (default: "
-                       "$XDG_STATE_HOME/diffusion-infill/acceptance.json)")
+    transport.add_argument(
+        "--stdio", action="store_true", help="speak on stdin and stdout (the default; what LSP clients pass)"
+    )
+    transport.add_argument(
+        "--tcp",
+        metavar="[HOST:]PORT",
+        help="listen on TCP instead of stdio (default host 127.0.0.1; port 0: any free one)",
+    )
+    parser.add_argument(
+        "--telemetry",
+        type=Path,
+        metavar="FILE",
+        help="acceptance counts (default: $XDG_STATE_HOME/diffusion-infill/acceptance.json)",
+    )
     add_engine_options(parser)
     add_model_options(parser)
     remote.add_options(parser)
@@ -40,14 +48,30 @@ def main(args: argparse.Namespace) -> int:
     from diffusion_infill.lsp.telemetry import default_path
     from diffusion_infill.lsp.worker import TorchStart
 
-    settings = ServerSettings(model=args.model, device=args.device, dtype=args.dtype, mode=args.mode,
-                              max_gap_tokens=args.max_gap_tokens, max_steps=args.max_steps,
-                              entropy_bound=args.entropy_bound, engine=args.engine, url=args.url,
-                              prompt_format=args.prompt_format, timeout=args.timeout,
-                              invoked_timeout=args.invoked_timeout)
+    settings = ServerSettings(
+        model=args.model,
+        device=args.device,
+        dtype=args.dtype,
+        mode=args.mode,
+        max_gap_tokens=args.max_gap_tokens,
+        max_steps=args.max_steps,
+        entropy_bound=args.entropy_bound,
+        engine=args.engine,
+        url=args.url,
+        prompt_format=args.prompt_format,
+        timeout=args.timeout,
+        invoked_timeout=args.invoked_timeout,
+    )
     credentials = Credentials.from_environment(args.url)
-    server = create_server(ServeOptions(settings, args.telemetry or default_path(), args.trust_remote_code,
-                                        credentials, TorchStart(args.seed, args.threads)))
+    server = create_server(
+        ServeOptions(
+            settings,
+            args.telemetry or default_path(),
+            args.trust_remote_code,
+            credentials,
+            TorchStart(args.seed, args.threads),
+        )
+    )
     if address is None:
         server.start_io()
     else:

@@ -27,64 +27,143 @@ CHECKPOINT_FILES = ("config.json", "model.safetensors")  # a folder with either 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--objective", choices=tuple(RUN_DIRS), default="diffusion",
-                        help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline")
-    parser.add_argument("--run-dir", type=Path, metavar="DIR",
-                        help="checkpoints, logs, probes and the exported weights (RUN/model) (default: runs/tiny, "
-                        "runs/fim)")
-    parser.add_argument("--export", type=Path, metavar="DIR", help="save_pretrained the weights here instead of "
-                        "RUN/model (the embedded model: src/diffusion_infill/engine/model; needs --force where DIR "
-                        "holds a checkpoint)")
-    parser.add_argument("--force", action="store_true", help="let --export replace the checkpoint in DIR (its "
-                        "confidence.json and sampler.json are removed: they were chosen for the old weights)")
-    parser.add_argument("--init-from", type=Path, metavar="DIR",
-                        help="continue from exported weights (fresh optimizer; steps "
-                        "and CPU hours count on from their recipe.json)")
-    parser.add_argument("--max-steps", type=positive_int, default=10**9, metavar="N",
-                        help="stop at this optimizer step")
+    parser.add_argument(
+        "--objective",
+        choices=tuple(RUN_DIRS),
+        default="diffusion",
+        help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline",
+    )
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="checkpoints, logs, probes and the exported weights (RUN/model) (default: runs/tiny, runs/fim)",
+    )
+    parser.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="save_pretrained the weights here instead of "
+        "RUN/model (the embedded model: src/diffusion_infill/engine/model; needs --force where DIR "
+        "holds a checkpoint)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="let --export replace the checkpoint in DIR (its "
+        "confidence.json and sampler.json are removed: they were chosen for the old weights)",
+    )
+    parser.add_argument(
+        "--init-from",
+        type=Path,
+        metavar="DIR",
+        help="continue from exported weights (fresh optimizer; steps and CPU hours count on from their recipe.json)",
+    )
+    parser.add_argument(
+        "--max-steps", type=positive_int, default=10**9, metavar="N", help="stop at this optimizer step"
+    )
     parser.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after this wall time")
-    parser.add_argument("--max-cpu-hours", type=positive_float, metavar="H",
-                        help="stop when training has used this much CPU time in all")
-    parser.add_argument("--cooldown-hours", type=non_negative_float, metavar="C",
-                        help="with --max-cpu-hours: the learning rate "
-                        "falls linearly to a tenth over the last this many CPU hours")
+    parser.add_argument(
+        "--max-cpu-hours",
+        type=positive_float,
+        metavar="H",
+        help="stop when training has used this much CPU time in all",
+    )
+    parser.add_argument(
+        "--cooldown-hours",
+        type=non_negative_float,
+        metavar="C",
+        help="with --max-cpu-hours: the learning rate falls linearly to a tenth over the last this many CPU hours",
+    )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="data order, noise and weights (default 0)")
-    parser.add_argument("--noise", choices=("mask", "uniform"), default="mask",
-                        help="diffusion: the noise of the objective (default mask)")
+    parser.add_argument(
+        "--noise",
+        choices=("mask", "uniform"),
+        default="mask",
+        help="diffusion: the noise of the objective (default mask)",
+    )
     parser.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)")
-    parser.add_argument("--max-prefix", type=positive_int, default=128, metavar="N", help="prefix tokens the model "
-                        "sees (training and inference; batches draw a quarter, half or all of it)")
-    parser.add_argument("--ar-first-hours", type=non_negative_float, default=0.0, metavar="H",
-                        help="diffusion: CPU hours of "
-                        "the encoder's autoregressive loss alone before the joint loss")
-    parser.add_argument("--context-tokens", type=non_negative_int, default=0, metavar="N",
-                        help="of --max-prefix, tokens given to lines from further up the file that share names "
-                        "with the cursor's line (training and inference; default 0: none)")
-    parser.add_argument("--after-end", choices=("ignore", "pad"), default="ignore",
-                        help="diffusion: gap slots after END out of the loss, or PAD targets")
-    parser.add_argument("--shape", type=shape, default=(4, 256), metavar="LAYERSxWIDTH",
-                        help="diffusion: a new model's layers and width (default 4x256; heads 64 wide)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where to train (auto: a CUDA GPU when there is one)")
-    parser.add_argument("--workers", type=non_negative_int, help="DataLoader processes making batches (default: "
-                        "0 on the CPU, which keeps a run reproducible; 6 on a GPU)")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)",
+    )
+    parser.add_argument(
+        "--max-prefix",
+        type=positive_int,
+        default=128,
+        metavar="N",
+        help="prefix tokens the model sees (training and inference; batches draw a quarter, half or all of it)",
+    )
+    parser.add_argument(
+        "--ar-first-hours",
+        type=non_negative_float,
+        default=0.0,
+        metavar="H",
+        help="diffusion: CPU hours of the encoder's autoregressive loss alone before the joint loss",
+    )
+    parser.add_argument(
+        "--context-tokens",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="of --max-prefix, tokens given to lines from further up the file that share names "
+        "with the cursor's line (training and inference; default 0: none)",
+    )
+    parser.add_argument(
+        "--after-end",
+        choices=("ignore", "pad"),
+        default="ignore",
+        help="diffusion: gap slots after END out of the loss, or PAD targets",
+    )
+    parser.add_argument(
+        "--shape",
+        type=shape,
+        default=(4, 256),
+        metavar="LAYERSxWIDTH",
+        help="diffusion: a new model's layers and width (default 4x256; heads 64 wide)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where to train (auto: a CUDA GPU when there is one)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=non_negative_int,
+        help="DataLoader processes making batches (default: 0 on the CPU, which keeps a run reproducible; 6 on a GPU)",
+    )
     parser.add_argument("--prefixes", type=positive_int, help="prefixes a batch (default 12 on the CPU, 192 on a GPU)")
     parser.add_argument("--learning-rate", type=positive_float, default=2e-3, help="peak learning rate")
     parser.add_argument("--warmup-steps", type=positive_int, default=200, help="steps of linear warm-up")
-    parser.add_argument("--cooldown-minutes", type=non_negative_float, help="with --max-minutes: the learning "
-                        "rate falls linearly to a tenth over the last this many minutes")
-    parser.add_argument("--corpus", choices=("stdlib", "stdlib+pypi"), default="stdlib",
-                        help="stdlib+pypi adds the PyPI token stream "
-                        "(python -m diffusion_infill.engine.training.pypi_corpus)")
-    parser.add_argument("--corpus-dir", type=Path,
-                        help="where the PyPI token stream lies (default runs/pypi-corpus)")
-    parser.add_argument("--weighting", choices=("inverse_t", "plain"), default="inverse_t",
-                        help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy")
-    parser.add_argument("--draft-fraction", type=probability, default=0.0, metavar="P",
-                        help="diffusion: single-gap canvases that hold a draft to judge instead of noise, the loss "
-                        "on every gap slot (revision canvases; default 0: none)")
+    parser.add_argument(
+        "--cooldown-minutes",
+        type=non_negative_float,
+        help="with --max-minutes: the learning rate falls linearly to a tenth over the last this many minutes",
+    )
+    parser.add_argument(
+        "--corpus",
+        choices=("stdlib", "stdlib+pypi"),
+        default="stdlib",
+        help="stdlib+pypi adds the PyPI token stream (python -m diffusion_infill.engine.training.pypi_corpus)",
+    )
+    parser.add_argument("--corpus-dir", type=Path, help="where the PyPI token stream lies (default runs/pypi-corpus)")
+    parser.add_argument(
+        "--weighting",
+        choices=("inverse_t", "plain"),
+        default="inverse_t",
+        help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy",
+    )
+    parser.add_argument(
+        "--draft-fraction",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help="diffusion: single-gap canvases that hold a draft to judge instead of noise, the loss "
+        "on every gap slot (revision canvases; default 0: none)",
+    )
 
 
 def holds_checkpoint(directory: Path) -> bool:
@@ -97,8 +176,10 @@ def destinations(args: argparse.Namespace) -> tuple[Path, Path]:
     if args.export is None:
         return run_dir, run_dir / EXPORT_NAME
     if holds_checkpoint(args.export) and not args.force:
-        raise CliError(f"{args.export} already holds a checkpoint; pass --force to replace it (its calibration "
-                       "goes with it), or leave out --export to keep the weights in the run directory")
+        raise CliError(
+            f"{args.export} already holds a checkpoint; pass --force to replace it (its calibration "
+            "goes with it), or leave out --export to keep the weights in the run directory"
+        )
     return run_dir, args.export
 
 
@@ -121,29 +202,46 @@ def main(args: argparse.Namespace) -> int:
     except ModelLoadError as error:
         raise CliError(str(error)) from None
     on_gpu = device.type == "cuda"
-    runtime = Runtime(device, args.workers if args.workers is not None else 6 * on_gpu,
-                      args.corpus_dir or Runtime.corpus_dir)
+    runtime = Runtime(
+        device, args.workers if args.workers is not None else 6 * on_gpu, args.corpus_dir or Runtime.corpus_dir
+    )
     p = args.max_prefix
-    objective = ObjectiveConfig(prefix_lengths=(p // 4, p // 2, p, p), after_end=args.after_end,
-                                weighting=args.weighting, context_tokens=args.context_tokens,
-                                draft_fraction=args.draft_fraction,
-                                prefixes=args.prefixes or (192 if on_gpu else 12))
-    recipe = dict(seed=args.seed, precision=args.precision, max_prefix=p, corpus=args.corpus, objective=objective,
-                  learning_rate=args.learning_rate, warmup_steps=args.warmup_steps,
-                  probes=0 if on_gpu else TrainConfig.probes)  # the probe engine runs on the CPU only
+    objective = ObjectiveConfig(
+        prefix_lengths=(p // 4, p // 2, p, p),
+        after_end=args.after_end,
+        weighting=args.weighting,
+        context_tokens=args.context_tokens,
+        draft_fraction=args.draft_fraction,
+        prefixes=args.prefixes or (192 if on_gpu else 12),
+    )
+    recipe = dict(
+        seed=args.seed,
+        precision=args.precision,
+        max_prefix=p,
+        corpus=args.corpus,
+        objective=objective,
+        learning_rate=args.learning_rate,
+        warmup_steps=args.warmup_steps,
+        probes=0 if on_gpu else TrainConfig.probes,
+    )  # the probe engine runs on the CPU only
     try:
         if args.objective == "fim":
             config = TrainConfig(objective_kind="fim", architecture=FIM_ARCHITECTURE, **recipe)
             trainer = FimTrainer(config, run_dir, export, args.init_from, runtime)
         else:
-            config = TrainConfig(noise=args.noise, ar_first_hours=args.ar_first_hours,
-                                 architecture=TinyArchitecture.of_shape(*args.shape), **recipe)
+            config = TrainConfig(
+                noise=args.noise,
+                ar_first_hours=args.ar_first_hours,
+                architecture=TinyArchitecture.of_shape(*args.shape),
+                **recipe,
+            )
             trainer = Trainer(config, run_dir, export, args.init_from, runtime)
-        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours,
-                      args.cooldown_minutes)
+        trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours, args.cooldown_minutes)
     except TrainingSetupError as error:
         raise CliError(str(error)) from None
     flag = "--baseline" if args.objective == "fim" else "--model"
-    print(f"weights exported to {export}, uncalibrated (no confidence gate): "
-          f"`python -m diffusion_infill.bench.calibrate {flag} {export} --write` fits one")
+    print(
+        f"weights exported to {export}, uncalibrated (no confidence gate): "
+        f"`python -m diffusion_infill.bench.calibrate {flag} {export} --write` fits one"
+    )
     return 0

@@ -16,8 +16,12 @@ _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 # One file of each group must be there (transformers' names; sharded weights have an index).
 _CHECKPOINT_FILES = {
     "config.json": ("config.json",),
-    "weights (model.safetensors or pytorch_model.bin)": ("model.safetensors", "model.safetensors.index.json",
-                                                        "pytorch_model.bin", "pytorch_model.bin.index.json"),
+    "weights (model.safetensors or pytorch_model.bin)": (
+        "model.safetensors",
+        "model.safetensors.index.json",
+        "pytorch_model.bin",
+        "pytorch_model.bin.index.json",
+    ),
     "tokenizer (tokenizer.json or tokenizer.model)": ("tokenizer.json", "tokenizer.model"),
 }
 
@@ -75,9 +79,11 @@ def not_cached(hub_id: str) -> str | None:
         return f"{hub_id}: no such directory, and not a hub id"
     if isinstance(cached, str):
         return None
-    return (f"{hub_id}: not in the local hub cache ({hub_constants.HF_HUB_CACHE}); on a machine with internet "
-            f"run `hf download {hub_id}` (it fills that cache; set HF_HOME to use another), or pass a "
-            "checkpoint directory")
+    return (
+        f"{hub_id}: not in the local hub cache ({hub_constants.HF_HUB_CACHE}); on a machine with internet "
+        f"run `hf download {hub_id}` (it fills that cache; set HF_HOME to use another), or pass a "
+        "checkpoint directory"
+    )
 
 
 def model_problem(name: str | None) -> str | None:

@@ -116,9 +116,7 @@ class ClosureReport:
 _VALID = ClosureReport(valid=True, problems=())
 
 
-def check(
-    prefix: str, candidate: str, suffix: str, language: str | None
-) -> ClosureReport:
+def check(prefix: str, candidate: str, suffix: str, language: str | None) -> ClosureReport:
     """Whether inserting ``candidate`` keeps the file's syntax no worse."""
     if language is not None and language not in _GRAMMARS:
         raise ValueError(f"unsupported language: {language!r}")
@@ -131,9 +129,7 @@ def check(
     return ClosureReport(valid=False, problems=(duplicate,) if duplicate else problems)
 
 
-def longest_valid_prefix(
-    prefix: str, candidate: str, suffix: str, language: str | None
-) -> str:
+def longest_valid_prefix(prefix: str, candidate: str, suffix: str, language: str | None) -> str:
     """Longest prefix of ``candidate`` that ``check`` accepts.
 
     Validity is not monotone in the cut length (cutting inside a string can
@@ -148,9 +144,7 @@ def longest_valid_prefix(
         report = check(prefix, candidate[:cut], suffix, language)
         if report.valid:
             return candidate[:cut]
-        pending.update(
-            problem.start for problem in report.problems if problem.start < cut
-        )
+        pending.update(problem.start for problem in report.problems if problem.start < cut)
     return ""
 
 
@@ -256,23 +250,15 @@ class _Grammar:
 def _grammar(language: str) -> _Grammar:
     grammar = Language(_GRAMMARS[language]())
     if language in _PROSE_LANGUAGES:
-        return _Grammar(
-            Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY)
-        )
+        return _Grammar(Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY))
     # Grammars lack some tokens (JSON has no parentheses) and a query naming
     # an unknown token does not compile.
-    tokens = [
-        t for t in (*_PAIRS, *_PAIRS.values()) if grammar.id_for_node_kind(t, False)
-    ]
-    return _Grammar(
-        Parser(grammar), brackets=Query(grammar, _alternation(tokens)), fences=None
-    )
+    tokens = [t for t in (*_PAIRS, *_PAIRS.values()) if grammar.id_for_node_kind(t, False)]
+    return _Grammar(Parser(grammar), brackets=Query(grammar, _alternation(tokens)), fences=None)
 
 
 def _alternation(tokens: Iterable[str]) -> str:
-    return (
-        "[" + " ".join(f'"{token}"' for token in dict.fromkeys(tokens)) + "] @bracket"
-    )
+    return "[" + " ".join(f'"{token}"' for token in dict.fromkeys(tokens)) + "] @bracket"
 
 
 def _encode(text: str) -> bytes:
@@ -280,9 +266,7 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _problems(
-    prefix: str, candidate: str, suffix: str, language: str | None
-) -> tuple[Problem, ...]:
+def _problems(prefix: str, candidate: str, suffix: str, language: str | None) -> tuple[Problem, ...]:
     head, body, tail = _encode(prefix), _encode(candidate), _encode(suffix)
     before = _analyze(language, head + tail)
     after = _analyze(language, head + body + tail)
@@ -293,22 +277,16 @@ def _problems(
         *_worsened(before.fences, after.fences, splice),
     ]
     problems = {splice.to_problem(flaw) for flaw in flaws}
-    return tuple(
-        sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind))
-    )
+    return tuple(sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind)))
 
 
-def _added(
-    before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice
-) -> list[_Flaw]:
+def _added(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -> list[_Flaw]:
     """Flaws of the edited document that the baseline did not already have."""
     known = {splice.from_baseline(flaw) for flaw in before}
     return [flaw for flaw in after if (flaw.start, flaw.end) not in known]
 
 
-def _worsened(
-    before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice
-) -> list[_Flaw]:
+def _worsened(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -> list[_Flaw]:
     """Flaws to blame on the candidate, if it made things worse.
 
     Tree-sitter's error recovery moves and resizes ERROR nodes when text is
@@ -335,8 +313,11 @@ def _worsened(
 def _outside(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -> list[_Flaw]:
     """The flaws of `after` that touch the candidate or lie outside every baseline flaw."""
     spans = [splice.from_baseline(flaw) for flaw in before]
-    return [flaw for flaw in after
-            if splice.touches(flaw) or not any(start <= flaw.start and flaw.end <= end for start, end in spans)]
+    return [
+        flaw
+        for flaw in after
+        if splice.touches(flaw) or not any(start <= flaw.start and flaw.end <= end for start, end in spans)
+    ]
 
 
 def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
@@ -366,9 +347,7 @@ def _blame(flaw: _Flaw, before: _Brackets, after: _Brackets, splice: _Splice) ->
 def _analyze(language: str | None, source: bytes) -> _Syntax:
     if language is None:
         matches = _TEXT_BRACKETS.finditer(source)
-        tokens = (
-            (match.start(), match.end(), match.group().decode()) for match in matches
-        )
+        tokens = ((match.start(), match.end(), match.group().decode()) for match in matches)
         return _Syntax(errors=(), brackets=_match_brackets(tokens), fences=())
     grammar = _grammar(language)
     root = grammar.parse(source)
@@ -435,9 +414,7 @@ def _match_brackets(tokens: Iterable[_Token]) -> _Brackets:
     return _Brackets(flaws=tuple(sorted(flaws)), partners=partners)
 
 
-def _pop_match(
-    stack: list[_Token], open_counts: dict[str, int], closer: str
-) -> tuple[_Token, list[_Token]]:
+def _pop_match(stack: list[_Token], open_counts: dict[str, int], closer: str) -> tuple[_Token, list[_Token]]:
     """Pop the opener ``closer`` matches, and the openers above it that it skips.
 
     Skipped openers can never be closed any more; popping them keeps one
@@ -477,9 +454,7 @@ def _has_closing_delimiter(block: Node) -> bool:
     return len(delimiters) >= 2
 
 
-def _duplicate_closer(
-    prefix: str, candidate: str, suffix: str, language: str | None
-) -> Problem | None:
+def _duplicate_closer(prefix: str, candidate: str, suffix: str, language: str | None) -> Problem | None:
     """The candidate's trailing closers that repeat ones the suffix already has.
 
     Editors auto-insert closers after the cursor, and models happily type them

@@ -25,13 +25,16 @@ def pick_device(requested: str | None) -> torch.device:
         raise ModelLoadError(problem)
     device = torch.device(requested)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {requested!r}: torch {torch.__version__} sees no CUDA GPU (a CPU-only build, "
-                             "or no GPU visible); use device cpu or auto")
+        raise ModelLoadError(
+            f"device {requested!r}: torch {torch.__version__} sees no CUDA GPU (a CPU-only build, "
+            "or no GPU visible); use device cpu or auto"
+        )
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise ModelLoadError(f"device {requested!r}: only {torch.cuda.device_count()} CUDA GPU(s) visible")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ModelLoadError(f"device {requested!r}: torch {torch.__version__} sees no MPS device; use device cpu "
-                             "or auto")
+        raise ModelLoadError(
+            f"device {requested!r}: torch {torch.__version__} sees no MPS device; use device cpu or auto"
+        )
     return device
 
 

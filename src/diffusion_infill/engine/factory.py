@@ -18,8 +18,9 @@ def is_fim_baseline(name: str | None) -> bool:
     return name is not None and (Path(name).expanduser() / FIM_SPEC_FILE).is_file()
 
 
-def load_any(name: str | None = None, device: str | None = None, dtype: str | None = None,
-             trust_remote_code: bool = False) -> LoadedModel | FimModel:
+def load_any(
+    name: str | None = None, device: str | None = None, dtype: str | None = None, trust_remote_code: bool = False
+) -> LoadedModel | FimModel:
     """A DiffusionGemma checkpoint (diffusion_infill.engine.loading), or the autoregressive baseline when `name`
     is one: the server can then serve either through the same path (diffusion_infill.bench.replay)."""
     if is_fim_baseline(name):
@@ -27,8 +28,9 @@ def load_any(name: str | None = None, device: str | None = None, dtype: str | No
     return load(name, device, dtype, trust_remote_code=trust_remote_code)
 
 
-def create_engine(loaded: LoadedModel | FimModel, settings: EngineSettings | None = None
-                  ) -> InfillEngine | InstructEngine | AutoregressiveEngine:
+def create_engine(
+    loaded: LoadedModel | FimModel, settings: EngineSettings | None = None
+) -> InfillEngine | InstructEngine | AutoregressiveEngine:
     if isinstance(loaded, FimModel):
         return AutoregressiveEngine(loaded, settings)
     if loaded.canvas_problem:

@@ -76,8 +76,13 @@ def _hub_offline(offline: bool) -> Iterator[None]:
         hub_constants.HF_HUB_OFFLINE = previous
 
 
-def load(name: str | None = None, device: str | None = None, dtype: str | None = None,
-         trust_remote_code: bool = False, allow_download: bool = False) -> LoadedModel:
+def load(
+    name: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    trust_remote_code: bool = False,
+    allow_download: bool = False,
+) -> LoadedModel:
     """Loads a checkpoint by path or hub id; nothing is downloaded unless `allow_download`."""
     target = pick_device(device)
     weights = pick_dtype(dtype, target)
@@ -101,8 +106,10 @@ def load(name: str | None = None, device: str | None = None, dtype: str | None =
             continue
         vocab = model.config.text_config.vocab_size
         if len(tokenizer) > vocab:  # its ids past the embedding would fail in the first forward pass
-            errors.append(f"{candidate}: the tokenizer has {len(tokenizer)} tokens and the model {vocab}: "
-                          "they do not belong together")
+            errors.append(
+                f"{candidate}: the tokenizer has {len(tokenizer)} tokens and the model {vocab}: "
+                "they do not belong together"
+            )
             continue
         model.eval()
         directory = Path(candidate)

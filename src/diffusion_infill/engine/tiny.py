@@ -35,14 +35,25 @@ class TinyArchitecture:
         head (one key/value head for an odd count, which it must divide), an MLP three times as
         wide (4 x 256 is the default)."""
         heads = width // 64
-        return cls(hidden_size=width, intermediate_size=3 * width, num_hidden_layers=layers,
-                   num_attention_heads=heads, num_key_value_heads=heads // 2 if heads % 2 == 0 else 1)
+        return cls(
+            hidden_size=width,
+            intermediate_size=3 * width,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=heads // 2 if heads % 2 == 0 else 1,
+        )
 
 
 def config_token_ids(tokenizer) -> dict[str, int]:
     """The token ids `tiny_config` needs, from a tokenizer trained with diffusion_infill.engine.tokens."""
-    names = {"pad": tokens.PAD, "eos": tokens.EOS, "bos": tokens.BOS, "image": tokens.IMAGE,
-             "boi": tokens.BOI, "eoi": tokens.EOI}
+    names = {
+        "pad": tokens.PAD,
+        "eos": tokens.EOS,
+        "bos": tokens.BOS,
+        "image": tokens.IMAGE,
+        "boi": tokens.BOI,
+        "eoi": tokens.EOI,
+    }
     return {key: tokenizer.convert_tokens_to_ids(token) for key, token in names.items()}
 
 
@@ -68,8 +79,15 @@ def tiny_config(arch: TinyArchitecture, special: dict[str, int], canvas_length: 
         eos_token_id=special["eos"],
         bos_token_id=special["bos"],
     )
-    vision = dict(model_type="gemma4_vision", hidden_size=8, intermediate_size=8, num_hidden_layers=1,
-                  num_attention_heads=1, num_key_value_heads=1, head_dim=8)
+    vision = dict(
+        model_type="gemma4_vision",
+        hidden_size=8,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=8,
+    )
     return DiffusionGemmaConfig(
         text_config=text,
         vision_config=vision,

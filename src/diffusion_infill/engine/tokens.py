@@ -44,8 +44,10 @@ class SpecialIds:
     @classmethod
     def from_tokenizer(cls, tokenizer) -> SpecialIds:
         """Reads ids from a transformers tokenizer."""
-        ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in
-               (("pad", PAD), ("eos", EOS), ("bos", BOS), ("mask", MASK), ("end", END))}
+        ids = {
+            name: tokenizer.convert_tokens_to_ids(token)
+            for name, token in (("pad", PAD), ("eos", EOS), ("bos", BOS), ("mask", MASK), ("end", END))
+        }
         missing = [name for name, value in ids.items() if value is None]
         if missing:
             raise ValueError(f"tokenizer lacks the infill special tokens: {', '.join(missing)}")

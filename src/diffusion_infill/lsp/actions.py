@@ -114,8 +114,9 @@ class Pending:
         try:
             pending = _converter.structure(data, cls)
         except BaseValidationError as error:
-            raise JsonRpcInvalidParams("codeAction/resolve: not an action of this server: "
-                                       + "; ".join(transform_error(error))) from None
+            raise JsonRpcInvalidParams(
+                "codeAction/resolve: not an action of this server: " + "; ".join(transform_error(error))
+            ) from None
         if pending.action not in ACTIONS:
             raise JsonRpcInvalidParams(f"codeAction/resolve: unknown action {pending.action!r}")
         return pending
@@ -161,8 +162,9 @@ def _selection_targets(document: Document, start: int, end: int) -> list[Target]
     selected = document.text[start:end]
     targets = []
     json_action = _json_action(document)
-    if (document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected)) \
-            and json_broken(selected, jsonc=json_action is JSONC):
+    if (document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES or _looks_like_json(selected)) and json_broken(
+        selected, jsonc=json_action is JSONC
+    ):
         targets.append(Target(json_action, start, end))
     if document.language_id in MARKDOWN_LANGUAGES:
         if markdown_rules.problems(selected):
@@ -254,21 +256,35 @@ def code_action(document: Document, target: Target, result: FixResult, encoding:
     """The action for one target: an edit of the target's range, or disabled with the reason."""
     title, kind, diagnostics = target.action.title, target.action.kind, list(target.diagnostics) or None
     if not result.fixed:
-        return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
-                                disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"))
+        return types.CodeAction(
+            title=title,
+            kind=kind,
+            diagnostics=diagnostics,
+            disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"),
+        )
     edit = types.TextEdit(range=_range(document, target, encoding), new_text=result.text)
     change = types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
-        edits=[edit])
-    return types.CodeAction(title=title, kind=kind, diagnostics=diagnostics,
-                            is_preferred=kind == QUICKFIX or None, edit=types.WorkspaceEdit(document_changes=[change]))
+        edits=[edit],
+    )
+    return types.CodeAction(
+        title=title,
+        kind=kind,
+        diagnostics=diagnostics,
+        is_preferred=kind == QUICKFIX or None,
+        edit=types.WorkspaceEdit(document_changes=[change]),
+    )
 
 
 def unresolved(document: Document, target: Target, encoding: str) -> types.CodeAction:
     """The action for one target without its edit, which codeAction/resolve computes when the user picks it."""
     pending = Pending(document.uri, document.version, target.action.name, _range(document, target, encoding))
-    return types.CodeAction(title=target.action.title, kind=target.action.kind,
-                            diagnostics=list(target.diagnostics) or None, data=pending.data())
+    return types.CodeAction(
+        title=target.action.title,
+        kind=target.action.kind,
+        diagnostics=list(target.diagnostics) or None,
+        data=pending.data(),
+    )
 
 
 def _snapshot(ls, uri: str) -> Document:

@@ -66,11 +66,21 @@ def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
     if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and text.strip():
         if document.language_id in JSONC_LANGUAGES:
             text = jsonfix.strip_jsonc(text)  # same offsets
-        return [_Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
-                for item in jsonfix.damage(text, cancelled)]
+        return [
+            _Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
+            for item in jsonfix.damage(text, cancelled)
+        ]
     if document.language_id in MARKDOWN_LANGUAGES:
-        return [_Found(problem.start, problem.end, problem.message, types.DiagnosticSeverity.Warning,
-                       f"markdown-{problem.rule}") for problem in markdown_rules.problems(text)]
+        return [
+            _Found(
+                problem.start,
+                problem.end,
+                problem.message,
+                types.DiagnosticSeverity.Warning,
+                f"markdown-{problem.rule}",
+            )
+            for problem in markdown_rules.problems(text)
+        ]
     return []
 
 
@@ -87,8 +97,16 @@ def diagnose(document: Document, encoding: str, cancelled: Callable[[], bool] = 
     if rest:
         more = f"{len(rest):,} more problems from here on are not listed"
         shown.append(replace(rest[0], message=f"{more} (the first: {rest[0].message})"))
-    return [types.Diagnostic(range=_range(document, item.start, item.end, encoding), message=item.message,
-                             severity=item.severity, source=SOURCE, code=item.code) for item in shown]
+    return [
+        types.Diagnostic(
+            range=_range(document, item.start, item.end, encoding),
+            message=item.message,
+            severity=item.severity,
+            source=SOURCE,
+            code=item.code,
+        )
+        for item in shown
+    ]
 
 
 def handles(document: Document) -> bool:
@@ -209,8 +227,13 @@ class Publisher:
         except WorkerDied:
             return []
         self._took[payload.uri] = diagnosed.seconds
-        log.debug("diagnosed %s version %d: %d diagnostics in %.2f s", payload.uri, payload.version,
-                  len(diagnosed.diagnostics), diagnosed.seconds)
+        log.debug(
+            "diagnosed %s version %d: %d diagnostics in %.2f s",
+            payload.uri,
+            payload.version,
+            len(diagnosed.diagnostics),
+            diagnosed.seconds,
+        )
         return diagnosed.diagnostics
 
     def _within_limit(self, document: Document) -> bool:
@@ -220,8 +243,10 @@ class Publisher:
             return True
         if document.uri not in self._too_large:
             self._too_large.add(document.uri)
-            message = (f"diffusion-infill: no JSON or Markdown diagnostics for {document.uri}: "
-                       f"{len(document.text):,} characters, more than {limit:,}")
+            message = (
+                f"diffusion-infill: no JSON or Markdown diagnostics for {document.uri}: "
+                f"{len(document.text):,} characters, more than {limit:,}"
+            )
             log.info("%s", message)
             self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
         return False
@@ -234,4 +259,5 @@ class Publisher:
 
     def _send(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         self._ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )

@@ -39,8 +39,10 @@ class OutOfSync(RuntimeError):
         self.uri, self.reason = uri, reason
 
     def __str__(self) -> str:
-        return (f"lost track of {self.uri} ({self.reason}): no completions, diagnostics or fixes for it "
-                "until it is reopened or the editor sends its whole text")
+        return (
+            f"lost track of {self.uri} ({self.reason}): no completions, diagnostics or fixes for it "
+            "until it is reopened or the editor sends its whole text"
+        )
 
 
 class UnknownDocument(KeyError):
@@ -91,8 +93,9 @@ class Documents:
         self._open[uri] = document
         return document
 
-    def change(self, uri: str, version: int, changes: Iterable[TextDocumentContentChangeEvent],
-               encoding: str) -> Document:
+    def change(
+        self, uri: str, version: int, changes: Iterable[TextDocumentContentChangeEvent], encoding: str
+    ) -> Document:
         """Applies `changes` in order (each one's positions refer to the text after the previous).
 
         When one change names no place in the text, the editor's text is no longer known: the
@@ -119,8 +122,11 @@ class Documents:
 
     def others(self, document: Document, most: int = 4) -> list[Document]:
         """The last `most` documents opened besides `document` in its language: lines to copy from."""
-        same = [other for other in self._open.values() if other is not document
-                and other.language_id == document.language_id]
+        same = [
+            other
+            for other in self._open.values()
+            if other is not document and other.language_id == document.language_id
+        ]
         return same[-most:]
 
     def close(self, uri: str) -> Document | None:

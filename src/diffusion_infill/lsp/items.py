@@ -46,11 +46,11 @@ def placement(text: str | Rope, cursor: int, selected: tuple[int, int, str] | No
     return Placement(prefix=prefix, suffix=suffix, start=start, end=end + len(trail), lead=lead, trail=trail)
 
 
-def items(completions: list[str], where: Placement, lines: Lines, encoding: str,
-          command: Command) -> list[InlineCompletionItem]:
+def items(
+    completions: list[str], where: Placement, lines: Lines, encoding: str, command: Command
+) -> list[InlineCompletionItem]:
     """One item per distinct non-empty completion, in order (the first is the best)."""
     # The range is always given: without one, some clients replace the word before the cursor.
     span = Range(start=lines.position(where.start, encoding), end=lines.position(where.end, encoding))
     distinct = [text for text in dict.fromkeys(completions) if text]
-    return [InlineCompletionItem(insert_text=where.insert_text(text), range=span, command=command)
-            for text in distinct]
+    return [InlineCompletionItem(insert_text=where.insert_text(text), range=span, command=command) for text in distinct]

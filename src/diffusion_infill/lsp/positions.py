@@ -118,8 +118,11 @@ class Lines:
         before = touched[: np.searchsorted(touched, low, "right")]
         after = touched[np.searchsorted(touched, end + 1, "left") :] + shift
         blocks, bases = _blocked(np.concatenate((before, _starts_after_breaks(text, low, high), after)), 2 * BLOCK)
-        return Lines(text, [*self._blocks[:first], *blocks, *self._blocks[last + 1 :]],
-                     [*self._bases[:first], *bases, *(base + shift for base in self._bases[last + 1 :])])
+        return Lines(
+            text,
+            [*self._blocks[:first], *blocks, *self._blocks[last + 1 :]],
+            [*self._bases[:first], *bases, *(base + shift for base in self._bases[last + 1 :])],
+        )
 
     def offset(self, position: Position, encoding: str, clamp_line: bool = False) -> int:
         """The offset in `text` of `position`.
@@ -144,7 +147,8 @@ class Lines:
             return start + len(encoded[: column * width].decode(codec))
         except UnicodeDecodeError:
             raise PositionError(
-                f"character {column} of line {position.line} falls inside a character ({encoding})") from None
+                f"character {column} of line {position.line} falls inside a character ({encoding})"
+            ) from None
 
     def position(self, offset: int, encoding: str) -> Position:
         """The position of `offset` in `text`, in `encoding` units."""

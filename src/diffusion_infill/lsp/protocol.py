@@ -116,8 +116,9 @@ class InfillProtocol(LanguageServerProtocol):
         method = getattr(message, "method", None)
         if method == types.INITIALIZE and hasattr(message, "id") and internals.initialized(self):
             # The spec allows one initialize; pygls would run it again and reload the model.
-            internals.send_error(self, message.id, JsonRpcInvalidRequest("initialize was already received")
-                                 .to_response_error())
+            internals.send_error(
+                self, message.id, JsonRpcInvalidRequest("initialize was already received").to_response_error()
+            )
             return
         if method is not None and hasattr(message, "id") and method not in _ALWAYS_ALLOWED:
             if not internals.initialized(self):

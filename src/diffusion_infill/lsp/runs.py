@@ -119,8 +119,14 @@ class Runs:
         quiet_after = self._worker.quiet_after if key.quiet_after is None else key.quiet_after
         # An engine that judges copied lines answers with them itself, the document's draft among them.
         document_drafts = key.document_drafts and not self._worker.judges_lines
-        return Asked(key.samples, self._threshold(key), key.automatic, document_drafts,
-                     self._worker.calibration is not None, quiet_after)
+        return Asked(
+            key.samples,
+            self._threshold(key),
+            key.automatic,
+            document_drafts,
+            self._worker.calibration is not None,
+            quiet_after,
+        )
 
     def _without_run(self, key: RunKey, position: Position, kept: Suggestion | None, started: float) -> list[Draft]:
         """The answer without a run: the kept completion, or nothing."""
@@ -142,9 +148,13 @@ class Runs:
         """The engine's run for `key`; with a kept completion it samples one item fewer, each distinct from it."""
         loop = asyncio.get_running_loop()
         kept = answer.kept
-        job = Job(request, key.samples - (kept is not None),
-                  on_draft=lambda draft: loop.call_soon_threadsafe(self._on_draft, run, draft),
-                  start_text=answer.start_text, avoid=() if kept is None else (kept.text,))
+        job = Job(
+            request,
+            key.samples - (kept is not None),
+            on_draft=lambda draft: loop.call_soon_threadsafe(self._on_draft, run, draft),
+            start_text=answer.start_text,
+            avoid=() if kept is None else (kept.text,),
+        )
         run = Run(key, position, job, loop.create_future(), kept=None if kept is None else _kept_draft(kept))
         self._live[key.uri] = run
         finished = asyncio.wrap_future(self._worker.complete(job))

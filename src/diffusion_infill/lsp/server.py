@@ -43,8 +43,10 @@ from diffusion_infill.lsp.window import ModelText, around
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
 
 DRAFT_NOTIFICATION = "infill/draft"
-TRIGGERS = {types.InlineCompletionTriggerKind.Invoked: "invoked",
-            types.InlineCompletionTriggerKind.Automatic: "automatic"}
+TRIGGERS = {
+    types.InlineCompletionTriggerKind.Invoked: "invoked",
+    types.InlineCompletionTriggerKind.Automatic: "automatic",
+}
 log = logging.getLogger(__name__)
 
 
@@ -61,8 +63,13 @@ class InfillServer(LanguageServer):
     def __init__(self, options: ServeOptions):
         # pygls' thread pool only reads stdin here (no threaded handlers), one read at a time; with
         # more workers a race between a read's end and the next submit adds threads up to cpu + 4.
-        super().__init__("diffusion-infill", "0.1.0", protocol_cls=InfillProtocol, max_workers=1,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "diffusion-infill",
+            "0.1.0",
+            protocol_cls=InfillProtocol,
+            max_workers=1,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
         self.base = options.settings  # command line, then initializationOptions: what workspace settings override
         self.settings = options.settings
         self.credentials = options.credentials
@@ -91,10 +98,20 @@ class InfillServer(LanguageServer):
 
     def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float) -> None:
         position = {"line": at.line, "character": at.character}
-        self.protocol.notify(DRAFT_NOTIFICATION, {"uri": key.uri, "version": key.version, "position": position,
-                                                  "text": draft.text, "step": draft.step, "final": draft.final,
-                                                  "source": draft.source, "ms": round(ms),
-                                                  "confidence": draft.confidence})
+        self.protocol.notify(
+            DRAFT_NOTIFICATION,
+            {
+                "uri": key.uri,
+                "version": key.version,
+                "position": position,
+                "text": draft.text,
+                "step": draft.step,
+                "final": draft.final,
+                "source": draft.source,
+                "ms": round(ms),
+                "confidence": draft.confidence,
+            },
+        )
 
     def tell(self, kind: types.MessageType, message: str) -> None:
         """Shows `message` to the user and logs it."""
@@ -128,12 +145,14 @@ class InfillServer(LanguageServer):
         if remote is not None:
             remote = self.credentials.attach(remote)
             # a setting may have chosen where code goes: whoever reads the log can see where
-            log.warning("engine openai: the text around the cursor is sent to %s (%s the API key)",
-                        remote.url or "(no url)", "with" if remote.api_key else "without")
+            log.warning(
+                "engine openai: the text around the cursor is sent to %s (%s the API key)",
+                remote.url or "(no url)",
+                "with" if remote.api_key else "without",
+            )
             self.loading = self.worker.connect(remote, settings.engine_settings())
         else:
-            self.loading = self.worker.load(settings.model, settings.device, settings.dtype,
-                                            settings.engine_settings())
+            self.loading = self.worker.load(settings.model, settings.device, settings.dtype, settings.engine_settings())
 
     def apply(self, settings: ServerSettings) -> None:
         """Switches to new settings: loads the model again only when model, device or dtype changed."""
@@ -144,8 +163,11 @@ class InfillServer(LanguageServer):
         elif settings.engine_settings() != previous.engine_settings():
             self.runs.clear()
             self.worker.configure(settings.engine_settings())
-        elif ((settings.invoked_items, settings.min_confidence, settings.document_drafts)
-              != (previous.invoked_items, previous.min_confidence, previous.document_drafts)):
+        elif (settings.invoked_items, settings.min_confidence, settings.document_drafts) != (
+            previous.invoked_items,
+            previous.min_confidence,
+            previous.document_drafts,
+        ):
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
@@ -203,8 +225,13 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
     trigger = TRIGGERS[params.context.trigger_kind]
     # with -v, a user can tell whether the editor asks at all: some editors never send this request
-    log.debug("inlineCompletion %s %d:%d %s", params.text_document.uri, params.position.line,
-              params.position.character, trigger)
+    log.debug(
+        "inlineCompletion %s %d:%d %s",
+        params.text_document.uri,
+        params.position.line,
+        params.position.character,
+        trigger,
+    )
     if not _tracked(ls, params.text_document.uri):
         return []
     document, cursor, selected = _locate(ls, params)
@@ -216,15 +243,31 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     samples = settings.invoked_items if trigger == "invoked" else 1
     # The user asked: every completion is offered; while typing only those likely to be accepted.
     threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
-    key = RunKey(document.uri, document.version, cursor, selected, samples, threshold, trigger == "automatic",
-                 settings.document_drafts, settings.quiet_after)
+    key = RunKey(
+        document.uri,
+        document.version,
+        cursor,
+        selected,
+        samples,
+        threshold,
+        trigger == "automatic",
+        settings.document_drafts,
+        settings.quiet_after,
+    )
     window = ModelText.of(where.prefix, where.suffix)
     # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
     copies_lines = ls.worker.judges_lines and settings.document_drafts
-    others = tuple(ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
-                   for other in ls.documents.others(document)) if copies_lines else ()
-    request = InfillRequest(window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked",
-                            others=others)
+    others = (
+        tuple(
+            ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
+            for other in ls.documents.others(document)
+        )
+        if copies_lines
+        else ()
+    )
+    request = InfillRequest(
+        window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked", others=others
+    )
     try:
         finals = await ls.runs.complete(key, request, params.position)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
@@ -234,8 +277,9 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
         return []
     if finals:  # answered (superseded runs answer nothing)
         ls.server_answered()
-    result = items([window.to_document(draft.text) for draft in finals], where, lines, encoding,
-                   accept_command(trigger))
+    result = items(
+        [window.to_document(draft.text) for draft in finals], where, lines, encoding, accept_command(trigger)
+    )
     ls.telemetry.offered(trigger, len(result))
     return result
 
@@ -286,8 +330,11 @@ async def report_loading(ls: InfillServer) -> None:
         log.info("model ready: %s", outcome.source)
         ls.publish_status(READY, f"from {outcome.source}")
         if ls.settings.remote_settings() is None and ls.worker.calibration is None:
-            ls.tell(types.MessageType.Info, f"{outcome.source} is not calibrated (no confidence.json): every "
-                    "completion is shown while typing; `python -m diffusion_infill.bench.calibrate --write` fits one")
+            ls.tell(
+                types.MessageType.Info,
+                f"{outcome.source} is not calibrated (no confidence.json): every "
+                "completion is shown while typing; `python -m diffusion_infill.bench.calibrate --write` fits one",
+            )
 
 
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -323,7 +370,8 @@ async def did_change_configuration(ls: InfillServer, params: types.DidChangeConf
     section = section_of(params.settings)
     if section is None and ls.client_capabilities.workspace and ls.client_capabilities.workspace.configuration:
         pulled = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        )
         section = pulled[0] if pulled else None
     settings, problems = merge(ls.base, section)
     if problems:
@@ -366,8 +414,9 @@ def create_server(options: ServeOptions) -> InfillServer:
     server.feature(types.EXIT)(exit_now)
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
-    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=actions.KINDS, resolve_provider=True))(actions.code_actions)
+    server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=actions.KINDS, resolve_provider=True)
+    )(actions.code_actions)
     server.feature(types.CODE_ACTION_RESOLVE)(actions.resolve)
     server.command(ACCEPT_COMMAND)(accepted)
     return server

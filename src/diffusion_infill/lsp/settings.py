@@ -45,7 +45,8 @@ class ServerSettings:
 
     def engine_settings(self) -> EngineSettings:
         return EngineSettings(mode=self.mode, line_drafts=self.document_drafts).with_overrides(
-            max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound)
+            max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound
+        )
 
     def model_key(self) -> tuple:
         """What loading depends on: a change here means loading the model (or connecting) again."""
@@ -55,8 +56,13 @@ class ServerSettings:
         """The server to ask, with engine "openai"; None: the in-process engine."""
         if self.engine != "openai":
             return None
-        return RemoteSettings(self.url or "", self.model or "", self.prompt_format, timeout=self.timeout,
-                              invoked_timeout=self.invoked_timeout)
+        return RemoteSettings(
+            self.url or "",
+            self.model or "",
+            self.prompt_format,
+            timeout=self.timeout,
+            invoked_timeout=self.invoked_timeout,
+        )
 
     def enabled_for(self, language_id: str) -> bool:
         return self.enabled_languages is None or language_id in self.enabled_languages
@@ -96,7 +102,6 @@ def _optional_probability(value: Any) -> float | None:
     return float(value)
 
 
-
 def _optional_positive_float(value: Any) -> float | None:
     return None if value is None else _positive_float(value)
 
@@ -109,7 +114,7 @@ def _flag(value: Any) -> bool:
 
 def _characters(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise ValueError("expected a string of characters (\"\" for none) or null")
+        raise ValueError('expected a string of characters ("" for none) or null')
     return value
 
 

@@ -174,8 +174,9 @@ class EngineWorker:
             return LoadOutcome(source, unreachable=str(error))
         return LoadOutcome(source)
 
-    def _load(self, model: str | None, device: str, dtype: str, settings: EngineSettings,
-              calibration: Calibration | None) -> LoadOutcome:
+    def _load(
+        self, model: str | None, device: str, dtype: str, settings: EngineSettings, calibration: Calibration | None
+    ) -> LoadOutcome:
         self._loading_calibration = calibration  # what `calibration` answers until the weights are in
         self._drop_engine()
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
@@ -227,11 +228,18 @@ class EngineWorker:
             self.completions += 1
             self.steps += job.steps
             outcome = "cancelled" if job.cancel.is_set() else "finished"
-            log.debug("completion %d %s after %d denoising steps; totals: %d steps in %d completions",
-                      self.completions, outcome, job.steps, self.steps, self.completions)
+            log.debug(
+                "completion %d %s after %d denoising steps; totals: %d steps in %d completions",
+                self.completions,
+                outcome,
+                job.steps,
+                self.steps,
+                self.completions,
+            )
 
     def _samples(self, job: Job) -> list[Draft] | None:
         """Distinct completions (engine.completion.distinct); None when cancelled or no model is loaded."""
+
         def draw(attempt: int) -> Draft | None:
             if job.cancel.is_set() or self._engine is None:
                 return None

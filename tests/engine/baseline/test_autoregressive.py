@@ -61,26 +61,31 @@ def test_the_prompt_holds_the_context_lines_the_spec_asks_for(tiny_fim):
     prefix = "TARGET_SETTING = 1\n" + "".join(f"filler_{n} = {n}\n" for n in range(300)) + "x = TARGET_SETTING"
     loaded = dataclasses.replace(tiny_fim, spec=dataclasses.replace(tiny_fim.spec, context_tokens=32))
     prompts = []
-    hook = loaded.model.register_forward_pre_hook(lambda _module, _args, kwargs: prompts.append(kwargs["input_ids"]),
-                                                  with_kwargs=True)
+    hook = loaded.model.register_forward_pre_hook(
+        lambda _module, _args, kwargs: prompts.append(kwargs["input_ids"]), with_kwargs=True
+    )
     try:
         next(AutoregressiveEngine(loaded, EngineSettings()).complete(InfillRequest(prefix, "\n", "python")))
     finally:
         hook.remove()
     ids, spec = loaded.ids, loaded.spec
-    context = encode_context(loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix, spec.suffix_head,
-                             context_tokens=32)
+    context = encode_context(
+        loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix, spec.suffix_head, context_tokens=32
+    )
 
-    assert context.prefix_ids != encode_context(loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix,
-                                                spec.suffix_head).prefix_ids
+    assert (
+        context.prefix_ids
+        != encode_context(loaded.tokenizer, ids.bos, prefix, "\n", spec.max_prefix, spec.suffix_head).prefix_ids
+    )
     assert prompts[0][0].tolist() == fim_prompt(context.prefix_ids, context.suffix_ids, ids)
 
 
 def test_the_first_token_is_the_argmax_of_the_fim_prompt(tiny_fim, engine):
     request = InfillRequest("value = 1 + ", "\n", "python")
     spec, ids = tiny_fim.spec, tiny_fim.ids
-    context = encode_context(tiny_fim.tokenizer, ids.bos, request.prefix, request.suffix, spec.max_prefix,
-                             spec.suffix_head)
+    context = encode_context(
+        tiny_fim.tokenizer, ids.bos, request.prefix, request.suffix, spec.max_prefix, spec.suffix_head
+    )
     with torch.no_grad():
         logits = tiny_fim.model(torch.tensor([fim_prompt(context.prefix_ids, context.suffix_ids, ids)])).logits
     logits[0, -1, ids.end] = -float("inf")  # END is kept out of the first position (min_insertion_tokens)
@@ -140,8 +145,9 @@ def test_prompt_lookup_checks_draft_tokens_from_the_prompt_and_keeps_the_greedy_
     prompt and checks them in one pass: fewer forward passes for a repeated line, the same text."""
     line = "result = compute(alpha, beta, gamma)\n"
     request = InfillRequest(line * 3 + "result = compute(al", "\n", "python")
-    plain = list(AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line", line_drafts=False))
-                 .complete(request))
+    plain = list(
+        AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line", line_drafts=False)).complete(request)
+    )
     looked_up = list(AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line")).complete(request))
 
     assert looked_up[-1].text == plain[-1].text
@@ -156,8 +162,10 @@ def test_prompt_lookup_writes_a_repeated_line_in_fewer_passes_with_the_trained_b
     loaded = load_any(str(BASELINE_MODEL))
     line = "    self.assertEqual(parse_header(value), expected_header)\n"
     request = InfillRequest("class T:\n  def test(self):\n" + line * 3 + "    self.assertEqual(pa", "\n", "python")
-    plain, looked_up = (list(AutoregressiveEngine(loaded, EngineSettings(mode="single-line", line_drafts=drafts))
-                             .complete(request))[-1] for drafts in (False, True))
+    plain, looked_up = (
+        list(AutoregressiveEngine(loaded, EngineSettings(mode="single-line", line_drafts=drafts)).complete(request))[-1]
+        for drafts in (False, True)
+    )
 
     assert looked_up.text == plain.text and plain.text.startswith("rse_header(value)")
     assert looked_up.step < plain.step

@@ -52,14 +52,21 @@ def test_no_calibration_is_silent(tmp_path, caplog):
     assert caplog.records == []
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    ("{not json", "JSONDecodeError"),
-    ('{"intercept": 0}', "KeyError: 'weights'"),
-    ('[1, 2]', "TypeError"),
-    ('{"weights": {"colour": 1}, "intercept": 0}', "unknown features colour"),  # no estimate rather than a wrong one
-])
-def test_a_corrupt_calibration_is_dropped_with_a_warning_naming_the_file_and_what_goes(tmp_path, caplog, content,
-                                                                                      reason):
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("{not json", "JSONDecodeError"),
+        ('{"intercept": 0}', "KeyError: 'weights'"),
+        ("[1, 2]", "TypeError"),
+        (
+            '{"weights": {"colour": 1}, "intercept": 0}',
+            "unknown features colour",
+        ),  # no estimate rather than a wrong one
+    ],
+)
+def test_a_corrupt_calibration_is_dropped_with_a_warning_naming_the_file_and_what_goes(
+    tmp_path, caplog, content, reason
+):
     (tmp_path / "confidence.json").write_text(content)
     assert Calibration.load(tmp_path) is None
     [record] = caplog.records

@@ -2,13 +2,7 @@
 
 from diffusion_infill.engine.completion.context import EARLIER_CHARS, context_ids, identifiers, related_lines
 
-EARLIER = (
-    "import os\n"
-    "parser = make_parser(prog)\n"
-    "total = 0\n"
-    "parser.add_argument(flag, default=total)\n"
-    "unrelated = 1\n"
-)
+EARLIER = "import os\nparser = make_parser(prog)\ntotal = 0\nparser.add_argument(flag, default=total)\nunrelated = 1\n"
 
 
 def test_identifiers_are_names_of_three_characters_or_more_without_keywords_or_common_names():
@@ -21,7 +15,8 @@ def test_identifiers_are_whole_names():
 
 def test_lines_sharing_a_name_with_the_cursor_line_are_chosen_whole():
     assert related_lines(EARLIER, "    parser.pa", 1000) == (
-        "parser = make_parser(prog)\nparser.add_argument(flag, default=total)\n")
+        "parser = make_parser(prog)\nparser.add_argument(flag, default=total)\n"
+    )
 
 
 def test_nothing_is_chosen_when_no_name_is_shared():
@@ -48,8 +43,10 @@ def test_chosen_lines_keep_their_order_and_fit_the_budget():
     earlier = "".join(f"line_{n} = shared_name\n" for n in range(10))
     budget = 3 * len("line_0 = shared_name\n")
 
-    assert related_lines(earlier, "shared_name", budget) == "line_7 = shared_name\nline_8 = shared_name\n" \
+    assert (
+        related_lines(earlier, "shared_name", budget) == "line_7 = shared_name\nline_8 = shared_name\n"
         "line_9 = shared_name\n"
+    )
 
 
 def test_the_line_running_on_into_the_window_is_not_a_whole_line():

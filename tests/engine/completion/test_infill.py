@@ -38,8 +38,9 @@ def decoder_logits(model, cache, canvas_tokens):
     offset = cache.get_seq_length()
     positions = torch.arange(offset, offset + len(canvas_tokens)).unsqueeze(0)
     with torch.no_grad():
-        return model(decoder_input_ids=torch.tensor([canvas_tokens]), cache=cache,
-                     decoder_position_ids=positions).logits
+        return model(
+            decoder_input_ids=torch.tensor([canvas_tokens]), cache=cache, decoder_position_ids=positions
+        ).logits
 
 
 @pytest.fixture
@@ -116,8 +117,9 @@ def test_shorter_prefix_is_served_by_cropping_alone(tiny_loaded, prefix_a, canva
     cropped = decoder_logits(model, cache.encode(model, prefix_a), canvas_tokens)
 
     assert cache.reused_tokens == len(prefix_a)
-    torch.testing.assert_close(cropped, decoder_logits(model, PrefixCache().encode(model, prefix_a), canvas_tokens),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        cropped, decoder_logits(model, PrefixCache().encode(model, prefix_a), canvas_tokens), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_same_prefix_again_reuses_every_token(tiny_loaded, prefix_a):
@@ -138,8 +140,9 @@ def test_prefix_with_a_different_first_token_is_encoded_from_scratch(tiny_loaded
     logits = decoder_logits(model, cache.encode(model, other), canvas_tokens)
 
     assert cache.reused_tokens == 0
-    torch.testing.assert_close(logits, decoder_logits(model, PrefixCache().encode(model, other), canvas_tokens),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        logits, decoder_logits(model, PrefixCache().encode(model, other), canvas_tokens), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_decoding_does_not_change_the_cache(tiny_loaded, prefix_a, canvas_tokens):
@@ -166,12 +169,15 @@ def test_the_encoder_reads_the_context_lines_the_spec_asks_for(tiny_loaded):
     engine = engine_for(dataclasses.replace(tiny_loaded, spec=spec), denoise=DenoiseSettings(max_steps=1))
     complete(engine, prefix, "")
     ids = tiny_loaded.ids
-    context = encode_context(tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix, spec.suffix_head,
-                             context_tokens=32)
+    context = encode_context(
+        tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix, spec.suffix_head, context_tokens=32
+    )
 
     assert engine.prefix_cache.ids == context.prefix_ids
-    assert context.prefix_ids != encode_context(tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix,
-                                                spec.suffix_head).prefix_ids
+    assert (
+        context.prefix_ids
+        != encode_context(tiny_loaded.tokenizer, ids.bos, prefix, "", spec.max_prefix, spec.suffix_head).prefix_ids
+    )
 
 
 # Drafts
@@ -262,8 +268,9 @@ def test_a_draft_that_breaks_closure_is_repaired_before_it_is_cut(tiny_loaded, c
 def test_a_repair_round_noises_the_bad_slots_with_the_checkpoints_own_noise(tiny_loaded, noise):
     loaded = dataclasses.replace(tiny_loaded, spec=dataclasses.replace(tiny_loaded.spec, noise=noise))
     engine = engine_for(loaded)
-    context = encode_context(loaded.tokenizer, loaded.ids.bos, "x = (", ")\n", loaded.spec.max_prefix,
-                             loaded.spec.suffix_head)
+    context = encode_context(
+        loaded.tokenizer, loaded.ids.bos, "x = (", ")\n", loaded.spec.max_prefix, loaded.spec.suffix_head
+    )
     layout = canvas_layout.completion_canvas(context.suffix_ids, 8, loaded.spec.suffix_head, loaded.ids)
     gap = layout.gaps[0]
     word = loaded.tokenizer.encode("value", add_special_tokens=False)[0]
@@ -457,8 +464,9 @@ def end_logit(tiny_loaded, ids):
     handle.remove()
 
 
-def test_a_first_gap_filled_without_end_grows_to_the_full_gap_keeping_its_tokens(tiny_loaded, canvas_lengths,
-                                                                                 end_logit):
+def test_a_first_gap_filled_without_end_grows_to_the_full_gap_keeping_its_tokens(
+    tiny_loaded, canvas_lengths, end_logit
+):
     end_logit["value"] = -1e3
     head, first = tiny_loaded.spec.suffix_head, 4
 
@@ -474,8 +482,7 @@ def test_a_first_gap_closed_by_end_never_grows(tiny_loaded, canvas_lengths, end_
     end_logit["value"] = 1e3
     head, first = tiny_loaded.spec.suffix_head, 4
 
-    complete(engine_for(tiny_loaded, first_gap_tokens=first, min_insertion_tokens=0, denoise=ALL_SLOTS), "x = ",
-             "\n")
+    complete(engine_for(tiny_loaded, first_gap_tokens=first, min_insertion_tokens=0, denoise=ALL_SLOTS), "x = ", "\n")
 
     assert canvas_lengths and set(canvas_lengths) == {first + head}
 
@@ -502,8 +509,11 @@ def test_the_engine_keeps_no_completion_between_requests(tiny_loaded):
     """Typing along the previous completion changes nothing by itself: a warm start is the caller's
     (diffusion_infill.engine.completion.typed_along), so the engine answers as a fresh one does."""
     engine = engine_for(tiny_loaded)
-    prefix, first = next((prefix, text) for prefix in ("x = ", "print(", "values = [", "def f(")
-                         if len(text := complete(engine, prefix, "\n")[-1].text) >= 2)
+    prefix, first = next(
+        (prefix, text)
+        for prefix in ("x = ", "print(", "values = [", "def f(")
+        if len(text := complete(engine, prefix, "\n")[-1].text) >= 2
+    )
     typed = prefix + first[:-2]  # a short rest: short enough to warm-start the gap
     torch.manual_seed(0)
     after = [draft.text for draft in complete(engine, typed, "\n")]
@@ -518,8 +528,10 @@ def test_the_engine_keeps_no_completion_between_requests(tiny_loaded):
 def test_the_engine_takes_the_checkpoints_sampler_json_where_settings_leave_it(tiny_loaded, tmp_path):
     save_tuning(tmp_path, {"entropy_bound": 3.0, "stable_insertion": 2}, "test")
     tuned = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)), EngineSettings())
-    chosen = InfillEngine(dataclasses.replace(tiny_loaded, source=str(tmp_path)),
-                          EngineSettings(denoise=DenoiseSettings(entropy_bound=0.2)))
+    chosen = InfillEngine(
+        dataclasses.replace(tiny_loaded, source=str(tmp_path)),
+        EngineSettings(denoise=DenoiseSettings(entropy_bound=0.2)),
+    )
 
     assert (tuned.settings.denoise.entropy_bound, tuned.settings.denoise.stable_insertion) == (3.0, 2)
     assert (chosen.settings.denoise.entropy_bound, chosen.settings.denoise.stable_insertion) == (0.2, 2)

@@ -21,11 +21,9 @@ def test_the_last_tokens_before_the_cursor_found_inside_an_earlier_line_give_wha
 
 
 def test_the_line_after_an_analogous_line_comes_with_its_names_swapped():
-    prefix = ("    def count_lines(self):\n"
-              "        return len(self.lines)\n"
-              "\n"
-              "    def count_words(self):\n"
-              "        return len(")
+    prefix = (
+        "    def count_lines(self):\n        return len(self.lines)\n\n    def count_words(self):\n        return len("
+    )
 
     found = candidates(InfillRequest(prefix, "", "python"))
 

@@ -11,8 +11,9 @@ LONG_FILE = "".join(f"value_{n} = compute(value_{n - 1}, {n})\n" for n in range(
 @pytest.fixture
 def encode(tiny_tokenizer, ids):
     def encode(prefix, suffix="", max_prefix=MAX_PREFIX, suffix_tokens=SUFFIX_TOKENS, heal=True, context_tokens=0):
-        return encode_context(tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal,
-                              context_tokens=context_tokens)
+        return encode_context(
+            tiny_tokenizer, ids.bos, prefix, suffix, max_prefix, suffix_tokens, heal=heal, context_tokens=context_tokens
+        )
 
     return encode
 

@@ -49,8 +49,13 @@ def cache(tiny_loaded, ids):
 def repair_canvas(tiny_loaded, ids):
     """Two gaps between known segments."""
     encode = tiny_loaded.tokenizer.encode
-    segments = [encode("width", add_special_tokens=False), 5, encode(" * ", add_special_tokens=False), 6,
-                encode("\n", add_special_tokens=False)]
+    segments = [
+        encode("width", add_special_tokens=False),
+        5,
+        encode(" * ", add_special_tokens=False),
+        6,
+        encode("\n", add_special_tokens=False),
+    ]
     return canvas_layout.build(segments, ids.mask)
 
 
@@ -214,8 +219,7 @@ def test_a_tiny_entropy_bound_reveals_one_slot_a_step(model, cache, completion_c
 
 
 @pytest.mark.parametrize("passes", [1, 2])
-def test_stops_once_the_insertion_is_unchanged_for_stable_insertion_steps(model, cache, completion_canvas, ids,
-                                                                          passes):
+def test_stops_once_the_insertion_is_unchanged_for_stable_insertion_steps(model, cache, completion_canvas, ids, passes):
     settings = replace(ONE_AT_A_TIME, stable_insertion=passes)
     steps = run(model, cache, completion_canvas, ids, settings, processors=[settled_insertion(ids)])
 
@@ -281,8 +285,7 @@ def test_stopping_is_transformers_stable_and_confident_on_the_live_slots(seed, s
 # Live and pinned slots
 
 
-def test_live_slots_are_the_masked_gap_slots_before_end_and_the_rest_is_pinned(model, cache, completion_canvas,
-                                                                               ids):
+def test_live_slots_are_the_masked_gap_slots_before_end_and_the_rest_is_pinned(model, cache, completion_canvas, ids):
     steps = run(model, cache, completion_canvas, ids, ONE_AT_A_TIME, processors=[settled_insertion(ids)])
 
     known = known_slots(completion_canvas)
@@ -313,8 +316,9 @@ def test_a_revealed_slot_keeps_its_token_in_every_later_step(model, cache, compl
     assert checked
 
 
-def test_each_step_reveals_at_least_one_slot_and_the_loop_ends_when_none_is_masked(model, cache, completion_canvas,
-                                                                                   ids):
+def test_each_step_reveals_at_least_one_slot_and_the_loop_ends_when_none_is_masked(
+    model, cache, completion_canvas, ids
+):
     steps = run(model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0))
     gap = completion_canvas.gaps[0]
     assert len(steps) <= len(gap) and steps[-1].finished.all()
@@ -327,8 +331,9 @@ def test_each_step_reveals_at_least_one_slot_and_the_loop_ends_when_none_is_mask
 def test_a_warm_start_that_fills_the_gap_is_kept_as_it_is(model, cache, completion_canvas, ids):
     start = torch.tensor([completion_canvas.tokens])
     start[0, :3] = torch.tensor([40, 41, ids.end])
-    (step,) = run(model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0),
-                  start=start)
+    (step,) = run(
+        model, cache, completion_canvas, ids, DenoiseSettings(max_steps=12, confidence_threshold=0.0), start=start
+    )
 
     assert step.argmax[0, :3].tolist() == [40, 41, ids.end] and step.finished.all()
 
@@ -391,8 +396,9 @@ def test_live_slot_logits_match_the_models_own_logits(model, cache, completion_c
     masked = step.current[0, gap.start : gap.stop] == ids.mask  # revealed slots are pinned in Step.logits
     assert masked.any()
     banned = torch.isinf(step.logits[0, gap.start : gap.stop][masked])
-    torch.testing.assert_close(step.logits[0, gap.start : gap.stop][masked][~banned],
-                               expected[0, gap.start : gap.stop][masked][~banned])
+    torch.testing.assert_close(
+        step.logits[0, gap.start : gap.stop][masked][~banned], expected[0, gap.start : gap.stop][masked][~banned]
+    )
 
 
 # Batches
@@ -477,22 +483,35 @@ def fake_step(insertion: list[int], accepted: list[int], revealed: int, redecide
     argmax = torch.tensor([insertion + [0] * (slots - len(insertion))])
     mask = torch.zeros(1, slots, dtype=torch.bool)
     mask[0, accepted] = True
-    return Step(1, argmax, argmax, torch.zeros(1, slots, 2), torch.zeros(1), torch.zeros(1, dtype=torch.bool),
-                mask, mask, torch.tensor([revealed]), torch.tensor([redecided]))
+    return Step(
+        1,
+        argmax,
+        argmax,
+        torch.zeros(1, slots, 2),
+        torch.zeros(1),
+        torch.zeros(1, dtype=torch.bool),
+        mask,
+        mask,
+        torch.tensor([revealed]),
+        torch.tensor([redecided]),
+    )
 
 
 def test_pass_counts_say_what_each_pass_did():
     end = 9
     log = PassLog()
-    for step in (fake_step([5, end], [3], revealed=0),  # accepted only past the final END (it is at slot 2)
-                 fake_step([5, 6, end], [0], revealed=1),
-                 fake_step([5, 6, end], [1, 2], revealed=2, redecided=1),
-                 fake_step([5, 7, end], [1], revealed=1),
-                 fake_step([5, 6, end], [5], revealed=0)):
+    for step in (
+        fake_step([5, end], [3], revealed=0),  # accepted only past the final END (it is at slot 2)
+        fake_step([5, 6, end], [0], revealed=1),
+        fake_step([5, 6, end], [1, 2], revealed=2, redecided=1),
+        fake_step([5, 7, end], [1], revealed=1),
+        fake_step([5, 6, end], [5], revealed=0),
+    ):
         log.observe(step, range(0, 6), end)
 
-    assert log.counts() == PassCounts(passes=5, without_reveal=2, one_token=2, redecided=1, after_final=0,
-                                      past_end=2, unfinal_run=1)
+    assert log.counts() == PassCounts(
+        passes=5, without_reveal=2, one_token=2, redecided=1, after_final=0, past_end=2, unfinal_run=1
+    )
 
 
 def test_passes_after_the_insertion_is_final_are_counted_and_the_longest_unfinal_run():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from diffusion_infill.engine.completion.triggers import quiet
 
-QUIET = " :),\"."  # the embedded model's (src/diffusion_infill/engine/model/confidence.json)
+QUIET = ' :),".'  # the embedded model's (src/diffusion_infill/engine/model/confidence.json)
 
 
 def test_requests_after_a_word_or_at_a_line_start_are_run():

@@ -24,8 +24,12 @@ def test_the_same_context_comes_first_then_the_document_draft():
 def test_a_document_draft_needs_an_automatic_single_item_request_a_calibrated_model_and_the_setting():
     request = InfillRequest(CLASS, "\n", "python")
     assert WithoutRun().answer(request, TYPING).kept.source == DOCUMENT
-    for asked in (Asked(2, 0.5, True, True, True), Asked(1, 0.5, False, True, True),
-                  Asked(1, 0.5, True, False, True), Asked(1, 0.5, True, True, False)):
+    for asked in (
+        Asked(2, 0.5, True, True, True),
+        Asked(1, 0.5, False, True, True),
+        Asked(1, 0.5, True, False, True),
+        Asked(1, 0.5, True, True, False),
+    ):
         assert WithoutRun().answer(request, asked) == Answer(None, run=True)
     assert WithoutRun().answer(request, Asked(1, 0.9, True, True, True)) == Answer(None, run=True)  # under 0.9
 

@@ -82,7 +82,7 @@ def test_the_fim_answer_is_the_served_models_greedy_middle(openai_server, fim_en
     before, after, middle = FIM_TOKENS
     prompt = tokenizer(f"{before}{PREFIX}{after}\n{middle}", return_tensors="pt")
     output = model.generate(**prompt, max_new_tokens=32, do_sample=False)
-    expected = tokenizer.decode(output[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
+    expected = tokenizer.decode(output[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     final = list(fim_engine.complete(REQUEST))[-1]
     assert expected.startswith(final.text)
 
@@ -197,8 +197,7 @@ def test_the_diffusion_arguments_meet_vllms_validation():
     diffusion_max_steps is positive."""
     vocab = 262_144
     xargs = clamped_canvas([7, 8], gap=4, noise_vocab=vocab, rng=random.Random(1)).xargs(max_steps=12)
-    assert set(xargs) == {"diffusion_canvas_length", "diffusion_seed_canvas", "diffusion_pinned",
-                          "diffusion_max_steps"}
+    assert set(xargs) == {"diffusion_canvas_length", "diffusion_seed_canvas", "diffusion_pinned", "diffusion_max_steps"}
     width, seed, pins = xargs["diffusion_canvas_length"], xargs["diffusion_seed_canvas"], xargs["diffusion_pinned"]
     assert isinstance(width, int) and width > 0 and len(seed) == width
     assert all(isinstance(token, int) and 0 <= token < vocab for token in seed)

@@ -62,8 +62,12 @@ def markdown() -> tuple[tuple[str, str], ...]:
         for metadata in sorted(root.glob("*.dist-info/METADATA")):
             message = HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
             body = message.get_payload()
-            if "markdown" in (message.get("Description-Content-Type") or "") and isinstance(body, str) \
-                    and body.strip() and len(body) <= MAX_CHARS:
+            if (
+                "markdown" in (message.get("Description-Content-Type") or "")
+                and isinstance(body, str)
+                and body.strip()
+                and len(body) <= MAX_CHARS
+            ):
                 found.append((metadata.parent.name, body))
         for path in sorted(root.rglob("*.md")):
             if (text := _read(path)) is not None:
@@ -77,15 +81,21 @@ def test_the_corpus_is_not_empty():
 
 def test_valid_json_comes_back_byte_for_byte():
     fixer = Fixer(None)
-    changed = [name for name, text in valid_json()
-               if fixer.fix_json(text).text != text or fixer.fix_jsonc(text).text != text
-               or structural_repair(text) != text or structural_repair(text, jsonc=True) != text]
+    changed = [
+        name
+        for name, text in valid_json()
+        if fixer.fix_json(text).text != text
+        or fixer.fix_jsonc(text).text != text
+        or structural_repair(text) != text
+        or structural_repair(text, jsonc=True) != text
+    ]
     assert changed == []
 
 
-@pytest.mark.skipif(node_for(MARKDOWNLINT, "markdownlint") is None,
-                    reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint "
-                           "(install.sh does it)")
+@pytest.mark.skipif(
+    node_for(MARKDOWNLINT, "markdownlint") is None,
+    reason="needs Node 20+ and `npm ci` in src/diffusion_infill/bench/markdownlint (install.sh does it)",
+)
 def test_clean_markdown_comes_back_byte_for_byte():
     documents = markdown()
     found = lint([text for _, text in documents])
@@ -130,9 +140,14 @@ _FENCE_LINE = re.compile(r"^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$")
 def _fences(text: str) -> list[tuple[int, int]]:
     """(first, last) line of each closed fenced code block, as markdown-it reads them."""
     lines = text.split("\n")
-    return [(token.map[0], token.map[1] - 1) for token in _PARSER.parse(text)
-            if token.type == "fence" and token.map[1] - 1 > token.map[0] and token.map[1] - 1 < len(lines)
-            and _FENCE_LINE.match(lines[token.map[1] - 1])]
+    return [
+        (token.map[0], token.map[1] - 1)
+        for token in _PARSER.parse(text)
+        if token.type == "fence"
+        and token.map[1] - 1 > token.map[0]
+        and token.map[1] - 1 < len(lines)
+        and _FENCE_LINE.match(lines[token.map[1] - 1])
+    ]
 
 
 def _without_lines(text: str, dropped: set[int]) -> str:
@@ -145,8 +160,12 @@ def _damaged(text: str) -> list[str]:
     a body row one cell short."""
     lines, fences = text.split("\n"), _fences(text)
     copies = [_without_lines(text, {last}) for _, last in fences[:3]]
-    around = {index for first, last in fences for index in (first - 1, last + 1)
-              if 0 <= index < len(lines) and not lines[index].strip()}
+    around = {
+        index
+        for first, last in fences
+        for index in (first - 1, last + 1)
+        if 0 <= index < len(lines) and not lines[index].strip()
+    }
     if around:
         copies.append(_without_lines(text, around))
     for token in _PARSER.parse(text):
@@ -154,8 +173,10 @@ def _damaged(text: str) -> list[str]:
             first, last = token.map
             rows = lines[first:last]
             if len(rows) > 2:
-                cut = [row[: row.rstrip().rstrip("|").rfind("|")] + (" |" if row.rstrip().endswith("|") else "")
-                       for row in rows[1:3]]
+                cut = [
+                    row[: row.rstrip().rstrip("|").rfind("|")] + (" |" if row.rstrip().endswith("|") else "")
+                    for row in rows[1:3]
+                ]
                 copies.append("\n".join(lines[: first + 1] + cut + lines[first + 3 :]))
             break
     return copies

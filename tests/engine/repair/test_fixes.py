@@ -40,7 +40,7 @@ def test_known_text_between_gaps_is_kept_verbatim(repairer):
     assert len(candidates) == 2
     for candidate in candidates:
         assert candidate.startswith('{"alpha": 1')
-        middle = candidate[len('{"alpha": 1'):]
+        middle = candidate[len('{"alpha": 1') :]
         assert ' "beta": [2' in middle and middle.endswith("3]}")
 
 
@@ -66,8 +66,11 @@ def test_edit_size_counts_changed_characters():
 
 def test_choice_prefers_keeping_content_then_the_smallest_edit():
     original = '{"a": 1, "b": 2,}'
-    candidates = [Candidate('{"a": 1}', "diffusion"), Candidate('{"a": 1, "b": 2}', "structure"),
-                  Candidate('{"a": 1, "b": 2 ', "diffusion")]
+    candidates = [
+        Candidate('{"a": 1}', "diffusion"),
+        Candidate('{"a": 1, "b": 2}', "structure"),
+        Candidate('{"a": 1, "b": 2 ', "diffusion"),
+    ]
 
     def lost(text: str) -> int:
         return 2 - len(json.loads(text))
@@ -173,13 +176,15 @@ def _words(text: str) -> list[str]:
 
 def test_a_model_candidate_may_not_add_a_value_a_number_or_a_key_only_null():
     original = '{"a": [1, 2, ...], "b": }'
-    candidates = [Candidate('{"a": [1, 2, 3], "b": null}', "diffusion"),  # a number where `...` stood
-                  Candidate('{"a": [1, 2], "b": 2}', "diffusion"),  # a missing value filled with a number
-                  Candidate('{"a": [1, 2], "b": null, "c": null}', "diffusion"),  # a key
-                  Candidate('{"a": [1, 2], "b": "x"}', "diffusion"),  # a string
-                  Candidate('{"a": [1, 2], "b": []}', "diffusion"),  # an array for a missing value
-                  Candidate('{"a": [1, 2], "b": null}', "diffusion"),
-                  Candidate('{"a": [1, 2], "b": null}', "structure")]
+    candidates = [
+        Candidate('{"a": [1, 2, 3], "b": null}', "diffusion"),  # a number where `...` stood
+        Candidate('{"a": [1, 2], "b": 2}', "diffusion"),  # a missing value filled with a number
+        Candidate('{"a": [1, 2], "b": null, "c": null}', "diffusion"),  # a key
+        Candidate('{"a": [1, 2], "b": "x"}', "diffusion"),  # a string
+        Candidate('{"a": [1, 2], "b": []}', "diffusion"),  # an array for a missing value
+        Candidate('{"a": [1, 2], "b": null}', "diffusion"),
+        Candidate('{"a": [1, 2], "b": null}', "structure"),
+    ]
 
     def adds(text: str, candidate: str) -> Counter:
         return added(text, candidate, structural_repair(text))
@@ -192,7 +197,7 @@ def test_a_model_candidate_may_not_add_a_value_a_number_or_a_key_only_null():
 INVENTED = {
     "an empty array for a missing value": ('{"a":}', '{"a":[]}', '{"a":null}'),
     "an empty array after a lone sign": ('{"a":-', '{"a":[]}', '{"a":null}'),
-    "a number where an ellipsis stood": ('[1, 2, ...]', '[1, 2, 3]', "[1, 2 ]"),
+    "a number where an ellipsis stood": ("[1, 2, ...]", "[1, 2, 3]", "[1, 2 ]"),
     "a list read as a decimal": ("1,2,3", "1.3", "[1,2,3]"),
     "digits completing a \\u escape": ('{"u": "\\u12', '{"u": "\\u1234"}', '{"u": "\\\\u12"}'),
     "a character inside a string": ('{"s": "abc', '{"s":"abc!"}', '{"s": "abc"}'),
@@ -216,8 +221,10 @@ def test_a_model_candidate_that_only_adds_structure_stays_in_the_running():
 
 def test_a_markdown_model_candidate_may_not_add_words():
     text = "| a | b |\n|---|---|\n| 1 |\n"
-    candidates = [Candidate("| a | b |\n|---|---|\n| 1 | two |\n", "diffusion"),
-                  Candidate("| a | b |\n|---|---|\n| 1 |  |\n", "diffusion")]
+    candidates = [
+        Candidate("| a | b |\n|---|---|\n| 1 | two |\n", "diffusion"),
+        Candidate("| a | b |\n|---|---|\n| 1 |  |\n", "diffusion"),
+    ]
 
     def changes(original: str, candidate: str) -> Counter:
         return markdown_rules.model_changes(original, fix(original), candidate)
@@ -230,8 +237,9 @@ def test_the_model_never_writes_a_fence_language_and_never_changes_code():
     assert fix(text) == "~~~text\nx = 1\n~~~\n"
     assert markdown_rules.model_changes(text, fix(text), "~~~ |\nx = 1\n~~~\n") == Counter({"(a fence language)": 1})
     indented = "Some **bold\n\n    x  =  1\n"
-    assert markdown_rules.model_changes(indented, fix(indented), "Some **bold**\n\n    x = 1\n") == \
-        Counter({"(a code block)": 1})
+    assert markdown_rules.model_changes(indented, fix(indented), "Some **bold**\n\n    x = 1\n") == Counter(
+        {"(a code block)": 1}
+    )
 
 
 def test_fix_markdown_chooses_the_deterministic_fence_language_over_the_models():
@@ -245,8 +253,15 @@ def test_fix_markdown_chooses_the_deterministic_fence_language_over_the_models()
     assert ranked == candidates[:1]  # the model's `|` is the smaller edit: without the filter it would win
 
 
-@pytest.mark.parametrize("text", ['{"a": [1, 2, ...], "b": }', "{message: hello big world, n: 2,}",
-                                  '{"items": [1 2 3], "name": "x"', "[true, None, 'q',, 4]"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [1, 2, ...], "b": }',
+        "{message: hello big world, n: 2,}",
+        '{"items": [1 2 3], "name": "x"',
+        "[true, None, 'q',, 4]",
+    ],
+)
 def test_fix_json_never_returns_content_the_text_lacks(repairer, text):
     result = Fixer(repairer).fix_json(text)
     assert result.fixed and not added(text, result.text, structural_repair(text))
@@ -259,7 +274,8 @@ def test_special_tokens_never_reach_a_candidate(repairer):
     assert "<end>" in specials and "<eos>" in specials and "<mask>" in specials
     for seed in range(3):
         candidates = DiffusionRepairer(repairer.loaded, RepairSettings(samples=4, extra_slots=12, seed=seed)).fill(
-            "", text, spans, "")
+            "", text, spans, ""
+        )
         assert candidates and not [candidate for candidate in candidates if any(s in candidate for s in specials)]
 
 

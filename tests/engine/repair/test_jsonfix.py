@@ -20,7 +20,7 @@ BROKEN = {
     "unquoted keys": '{name: "Ada", tags: ["x", "y"], active: true, parent: null, size: 1.5}',
     "single quotes": "{'name': 'Ada', 'tags': ['x', 'y'], 'active': true, 'parent': null, 'size': 1.5}",
     "comments": '{\n  // who\n  "name": "Ada", /* labels */ "tags": ["x", "y"],\n  "active": true, "parent": null,'
-                ' "size": 1.5\n}',
+    ' "size": 1.5\n}',
     "python literals": '{"name": "Ada", "tags": ["x", "y"], "active": True, "parent": None, "size": 1.5}',
     "unclosed string": '{\n  "name": "Ada,\n  "tags": ["x", "y"],\n  "active": true, "parent": null, "size": 1.5\n}',
     "unclosed string, one line": '{"name": "Ada, "tags": ["x", "y"], "active": true, "parent": null, "size": 1.5}',
@@ -96,8 +96,10 @@ def test_closers_swallowed_by_an_unclosed_string_go_back_to_the_structure():
 
 
 def test_an_unclosed_string_ends_where_json_structure_starts_but_prose_commas_stay():
-    assert json.loads(structural_repair('{"a": ["beta, null, 3], "b": "one, two, three"}')) == \
-        {"a": ["beta", None, 3], "b": "one, two, three"}
+    assert json.loads(structural_repair('{"a": ["beta, null, 3], "b": "one, two, three"}')) == {
+        "a": ["beta", None, 3],
+        "b": "one, two, three",
+    }
     assert json.loads(structural_repair("{a: 'x, b: 1, c: 'y'}")) == {"a": "x", "b": 1, "c": "y"}
 
 
@@ -128,12 +130,15 @@ def test_jsonc_repair_keeps_comments_in_place_and_trailing_commas():
     assert json.loads(strip_jsonc(repaired)) == {"a": 1, "b": [1, 2], "c": True}
 
 
-@pytest.mark.parametrize(("text", "repaired"), [
-    ('[1, // one\n 2]', "[1,\n 2]"),  # no trailing space where the comment was
-    ('{"a": 1, /* why */ "b": 2}', '{"a": 1, "b": 2}'),
-    ('{\n  // who\n  "a": 1\n}', '{\n  "a": 1\n}'),  # no blank line where it stood alone
-    ('{\n  /* x */ "a": 1\n}', '{\n  "a": 1\n}'),
-])
+@pytest.mark.parametrize(
+    ("text", "repaired"),
+    [
+        ("[1, // one\n 2]", "[1,\n 2]"),  # no trailing space where the comment was
+        ('{"a": 1, /* why */ "b": 2}', '{"a": 1, "b": 2}'),
+        ('{\n  // who\n  "a": 1\n}', '{\n  "a": 1\n}'),  # no blank line where it stood alone
+        ('{\n  /* x */ "a": 1\n}', '{\n  "a": 1\n}'),
+    ],
+)
 def test_strict_json_repair_drops_comments_with_the_blanks_they_leave(text, repaired):
     assert structural_repair(text) == repaired
 
@@ -149,8 +154,10 @@ README_CASES = {
     "jsonp": ('callback_7({"ok": true, "n": 3});', {"ok": True, "n": 3}),
     "string concatenation": ('{"s": "abc" + "def"}', {"s": "abcdef"}),
     "concatenation across lines": ('{"s": "abc"\n  + "def", "t": 1}', {"s": "abcdef", "t": 1}),
-    "mongodb types": ('{"_id": ObjectId("5f1e"), "n": NumberLong(42), "at": ISODate("2012-12-19T06:01:17.171Z")}',
-                      {"_id": "5f1e", "n": 42, "at": "2012-12-19T06:01:17.171Z"}),
+    "mongodb types": (
+        '{"_id": ObjectId("5f1e"), "n": NumberLong(42), "at": ISODate("2012-12-19T06:01:17.171Z")}',
+        {"_id": "5f1e", "n": 42, "at": "2012-12-19T06:01:17.171Z"},
+    ),
     "bare sentence": ("hello big world", "hello big world"),
     "bare URL": ("https://example.org/a", "https://example.org/a"),
     "truncated number": ("2e-", 2),
@@ -182,12 +189,18 @@ KEEPS_EVERY_CHARACTER = {
     "inner quote, bare document": ('"He is six feet (72") tall"', 'He is six feet (72") tall'),
     "inner quotes before words": ('{"key": "v"alu"e"}', {"key": 'v"alu"e'}),
     "inner quotes and a comma": ('[{"key": "v"alu,e", "key2": "value2"}]', [{"key": 'v"alu,e', "key2": "value2"}]),
-    "inner quotes, no closing quote": ('{"key": "lorem ipsum ... "sic " tamet. ...}',
-                                       {"key": 'lorem ipsum ... "sic " tamet. ...'}),
-    "inner quotes after a comma": ('{"comment": "lorem, "ipsum" sic "tamet". To improve"}',
-                                   {"comment": 'lorem, "ipsum" sic "tamet". To improve'}),
-    "a link's quoted URL": ('{ "content": "[LINK]("https://google.com")" }',
-                            {"content": '[LINK]("https://google.com")'}),
+    "inner quotes, no closing quote": (
+        '{"key": "lorem ipsum ... "sic " tamet. ...}',
+        {"key": 'lorem ipsum ... "sic " tamet. ...'},
+    ),
+    "inner quotes after a comma": (
+        '{"comment": "lorem, "ipsum" sic "tamet". To improve"}',
+        {"comment": 'lorem, "ipsum" sic "tamet". To improve'},
+    ),
+    "a link's quoted URL": (
+        '{ "content": "[LINK]("https://google.com")" }',
+        {"content": '[LINK]("https://google.com")'},
+    ),
     "unquoted sentence": ("She said: no way", "She said: no way"),
     "unquoted sentence in an array": ("[She said: no way]", ["She said: no way"]),
     "backslash before a line break": ('{"s": "line one \\\nline two"}', {"s": "line one \nline two"}),
@@ -211,8 +224,14 @@ def test_strings_keep_every_character_the_user_wrote(kind):
 def test_a_missing_separator_between_values_never_makes_a_key(text):
     repaired = structural_repair(text)
     assert '""' not in repaired
-    assert json.loads(repaired) == {'{"i":1{"i":2}': [{"i": 1}, {"i": 2}], '[{"i":1{"i":2}]': [{"i": 1}, {"i": 2}],
-                                    '{"a": 1 [2, 3]}': [{"a": 1}, [2, 3]]}[text]
+    assert (
+        json.loads(repaired)
+        == {
+            '{"i":1{"i":2}': [{"i": 1}, {"i": 2}],
+            '[{"i":1{"i":2}]': [{"i": 1}, {"i": 2}],
+            '{"a": 1 [2, 3]}': [{"a": 1}, [2, 3]],
+        }[text]
+    )
 
 
 @pytest.mark.parametrize("text", ['"', "'\"'", "\n", " ", '" "', ",:"])
@@ -222,8 +241,10 @@ def test_text_with_no_value_in_it_is_not_json(text):
 
 # Damage that lost or invented content before: every character kept, every value the user's own.
 KEEPS_CONTENT = {
-    "stray quote, then a comma and more words": ('{"note": "she said "wait", then left", "n": 2}',
-                                                 {"note": 'she said "wait", then left', "n": 2}),
+    "stray quote, then a comma and more words": (
+        '{"note": "she said "wait", then left", "n": 2}',
+        {"note": 'she said "wait", then left', "n": 2},
+    ),
     "stray quote, then a closer and more words": ('{"rule": "use "x" } as the end"}', {"rule": 'use "x" } as the end'}),
     "strings on separate lines": ('"alpha"\n"beta"\n', ["alpha", "beta"]),
     "numbers on separate lines": ("10\n20\n30", [10, 20, 30]),
@@ -232,8 +253,10 @@ KEEPS_CONTENT = {
     "nested object closed too early": ('{"a": {"x": 1}}, "b": 2}', {"a": {"x": 1}, "b": 2}),
     "object closed too early in an array": ('[{"id": 7}, "name": "Ada"}]', [{"id": 7, "name": "Ada"}]),
     "object closed too early, no comma": ('{"id": 7}\n"name": "Ada"}', {"id": 7, "name": "Ada"}),
-    "object quoted inside a string": ('{"raw": "{"k": "v", "n": [1]}", "ok": true}',
-                                      {"raw": '{"k": "v", "n": [1]}', "ok": True}),
+    "object quoted inside a string": (
+        '{"raw": "{"k": "v", "n": [1]}", "ok": true}',
+        {"raw": '{"k": "v", "n": [1]}', "ok": True},
+    ),
     "array quoted inside a string": ('{"raw": "[1, "two"]", "ok": 1}', {"raw": '[1, "two"]', "ok": 1}),
     "parenthesised tuple": ('{"point": (3, 4), "z": 5}', {"point": [3, 4], "z": 5}),
     "tuples in a list": ("[(1, 'a'), (2, 'b')]", [[1, "a"], [2, "b"]]),
@@ -252,8 +275,9 @@ def test_damage_that_lost_content_keeps_all_of_it(kind):
     assert not words(broken) - words(repaired)
 
 
-@pytest.mark.parametrize("text", ['{"s": "one " +\r  "two", "n": 1}', '{"s": "one " +\n  // why\n  "two", "n": 1}',
-                                  '["one " +\r\n"two", 1]'])
+@pytest.mark.parametrize(
+    "text", ['{"s": "one " +\r  "two", "n": 1}', '{"s": "one " +\n  // why\n  "two", "n": 1}', '["one " +\r\n"two", 1]']
+)
 def test_strings_joined_across_a_line_break_keep_the_second_string(text):
     assert json.loads(structural_repair(text)) in ({"s": "one two", "n": 1}, ["one two", 1])
 

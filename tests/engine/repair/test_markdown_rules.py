@@ -78,8 +78,11 @@ def test_a_fence_without_a_language_gets_one_from_its_content_md040():
 
 
 def test_a_closed_fence_inside_a_list_item_is_left_alone():
-    for text in ("1. Step\n\n    ```bash\n    make\n    ```\n\n2. Next\n", "- item\n\n  ```sh\n  x\n  ```\n\n- next\n",
-                 "- item\n\n      ```sh\n      x\n      ```\n"):
+    for text in (
+        "1. Step\n\n    ```bash\n    make\n    ```\n\n2. Next\n",
+        "- item\n\n  ```sh\n  x\n  ```\n\n- next\n",
+        "- item\n\n      ```sh\n      x\n      ```\n",
+    ):
         assert problems(text) == [] and fix(text) == text
 
 
@@ -88,14 +91,25 @@ def test_an_unclosed_fence_in_a_list_item_is_closed_at_its_indent():
 
 
 def test_inline_code_and_emphasis_may_span_the_lines_of_a_paragraph():
-    for text in ("Use ``git\ncommit`` here.\n", "``\ncode\n``\n", "**This is\nbold.**\n",
-                 "*PeerJ Computer\nScience* 3\n", "see `uv\ntool` or `pipx`\n"):
+    for text in (
+        "Use ``git\ncommit`` here.\n",
+        "``\ncode\n``\n",
+        "**This is\nbold.**\n",
+        "*PeerJ Computer\nScience* 3\n",
+        "see `uv\ntool` or `pipx`\n",
+    ):
         assert problems(text) == [] and fix(text) == text
 
 
 def test_literal_asterisks_and_html_blocks_are_not_emphasis_or_fences():
-    for text in ("Only valid with HTTP/1.*.\n", "\\* not a bullet\n", "a*b and 2 * 3\n", "[*Why *cattrs*?*](x)\n",
-                 "**`--help`** and **auto**\n", "<div>\n```console\nx\n</div>\n"):
+    for text in (
+        "Only valid with HTTP/1.*.\n",
+        "\\* not a bullet\n",
+        "a*b and 2 * 3\n",
+        "[*Why *cattrs*?*](x)\n",
+        "**`--help`** and **auto**\n",
+        "<div>\n```console\nx\n</div>\n",
+    ):
         assert problems(text) == [] and fix(text) == text
 
 
@@ -114,8 +128,12 @@ def test_a_fence_is_closed_inside_the_list_item_it_was_opened_in():
 
 
 def test_nothing_inside_an_indented_code_block_is_a_fence_a_list_or_a_table():
-    for text in ("text\n\n    ```\n    code\n", "text\n\n    - a\n    * b\n",
-                 "text\n\n    | a | b |\n    |---|\n    | 1 |\n", "text\n\n    some **bold\n"):
+    for text in (
+        "text\n\n    ```\n    code\n",
+        "text\n\n    - a\n    * b\n",
+        "text\n\n    | a | b |\n    |---|\n    | 1 |\n",
+        "text\n\n    some **bold\n",
+    ):
         assert problems(text) == [] and fix(text) == text
 
 
@@ -136,9 +154,12 @@ def test_padding_keeps_the_tables_pipe_style():
 
 
 def test_literal_markers_written_by_others_are_not_unclosed():
-    for text in ("- `f(payload, *, secret=None)` and f(a, *, b)\n", "- `x`: a pattern (`string`,\n  default ``)\n",
-                 "escaped with the `\\` character: `\\[example\\]`.\n",
-                 "*   `message` (default: `'Expected values to be deeply\n    equal'`)\n"):
+    for text in (
+        "- `f(payload, *, secret=None)` and f(a, *, b)\n",
+        "- `x`: a pattern (`string`,\n  default ``)\n",
+        "escaped with the `\\` character: `\\[example\\]`.\n",
+        "*   `message` (default: `'Expected values to be deeply\n    equal'`)\n",
+    ):
         assert problems(text) == [] and fix(text) == text
 
 

@@ -12,8 +12,14 @@ from diffusion_infill.engine.training.objective import IGNORE, BatchMaker, Objec
 from diffusion_infill.engine.training.train import _tokenize
 
 PREFIXES, CANVASES = 3, 2
-CONFIG = ObjectiveConfig(prefix_lengths=(16, 24), gap_slots=12, suffix_head=4, prefixes=PREFIXES,
-                         canvases_per_prefix=CANVASES, repair_fraction=0.5)
+CONFIG = ObjectiveConfig(
+    prefix_lengths=(16, 24),
+    gap_slots=12,
+    suffix_head=4,
+    prefixes=PREFIXES,
+    canvases_per_prefix=CANVASES,
+    repair_fraction=0.5,
+)
 NOISE_KINDS = ["mask", "uniform"]
 
 
@@ -147,9 +153,11 @@ def test_completion_canvases_are_one_full_gap_then_the_suffix_head(batches):
 
 def read_left_to_right(canvas, known, target, end):
     """Known tokens and gap insertions in canvas order: the text the canvas stands for."""
-    return [int(token) if is_known else int(goal)
-            for token, is_known, goal in zip(canvas, known, target, strict=True)
-            if is_known or goal not in (IGNORE, end)]
+    return [
+        int(token) if is_known else int(goal)
+        for token, is_known, goal in zip(canvas, known, target, strict=True)
+        if is_known or goal not in (IGNORE, end)
+    ]
 
 
 def test_canvas_continues_the_text_right_after_its_prefix(batches, streams, ids):
@@ -228,8 +236,9 @@ def test_training_prefixes_with_context_are_exactly_the_drawn_length(streams, ti
 def test_some_training_prefixes_hold_context_on_real_files(streams, tiny_tokenizer, ids):
     config = ObjectiveConfig(**{**CONTEXT_CONFIG.__dict__, "prefixes": 24})
     with_context = BatchMaker(streams, ids, config, np.random.default_rng(0), tokenizer=tiny_tokenizer).make()
-    without = BatchMaker(streams, ids, ObjectiveConfig(**{**config.__dict__, "context_tokens": 0}),
-                         np.random.default_rng(0)).make()
+    without = BatchMaker(
+        streams, ids, ObjectiveConfig(**{**config.__dict__, "context_tokens": 0}), np.random.default_rng(0)
+    ).make()
 
     changed = (with_context.prefix != without.prefix).any(dim=1)
     assert 0 < changed.sum() < len(changed)
@@ -273,8 +282,9 @@ def test_mask_noise_writes_the_mask_token_on_noised_slots(batches, ids):
     for batch in batches:
         noised, hit, _ = noise_canvas(batch, ids, "mask", 512, generator)
         assert noised[hit].eq(ids.mask).all()
-        assert torch.equal(noised[~hit], torch.where(batch.known | (batch.target != IGNORE), batch.canvas,
-                                                     ids.mask)[~hit])
+        assert torch.equal(
+            noised[~hit], torch.where(batch.known | (batch.target != IGNORE), batch.canvas, ids.mask)[~hit]
+        )
 
 
 def test_uniform_noise_draws_from_the_whole_vocabulary_like_the_sampler(batches, ids):
@@ -376,8 +386,9 @@ def test_plain_weighting_is_the_mean_cross_entropy_over_the_noised_slots(trainab
         cache, _ = objective._encode(trainable, batches[0].prefix)
         cache.batch_repeat_interleave(CANVASES)
         logits = trainable(decoder_input_ids=noised_canvas, cache=cache).logits
-    per_slot = torch.nn.functional.cross_entropy(logits.transpose(1, 2), batches[0].target.clamp(min=0),
-                                                 reduction="none")
+    per_slot = torch.nn.functional.cross_entropy(
+        logits.transpose(1, 2), batches[0].target.clamp(min=0), reduction="none"
+    )
     expected = per_slot[noised].mean().item()
 
     assert diffusion("plain")["diffusion"] == pytest.approx(expected, rel=1e-4)
@@ -409,8 +420,11 @@ def test_a_revision_canvas_is_its_draft_then_end_then_pad_then_the_suffix_head(d
 
 
 def test_drafts_are_sometimes_the_target_and_sometimes_differ(drafted, ids):
-    same = [d[: d.index(ids.end)] == t[: t.index(ids.end)]
-            for batch in drafted for d, t in zip(batch.draft.tolist(), batch.target.tolist(), strict=True)]
+    same = [
+        d[: d.index(ids.end)] == t[: t.index(ids.end)]
+        for batch in drafted
+        for d, t in zip(batch.draft.tolist(), batch.target.tolist(), strict=True)
+    ]
     assert 0 < sum(same) < len(same)
 
 

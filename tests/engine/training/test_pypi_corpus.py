@@ -22,14 +22,16 @@ def metadata(**fields) -> Message:
     return message
 
 
-@pytest.mark.parametrize("expression", ["MIT", "BSD-3-Clause", "Apache-2.0", "PSF-2.0", "Apache-2.0 OR BSD-3-Clause",
-                                        "MIT AND BSD-2-Clause"])
+@pytest.mark.parametrize(
+    "expression", ["MIT", "BSD-3-Clause", "Apache-2.0", "PSF-2.0", "Apache-2.0 OR BSD-3-Clause", "MIT AND BSD-2-Clause"]
+)
 def test_the_permitted_licence_families_are_accepted(expression):
     assert licence(metadata(License_Expression=expression)) == expression
 
 
-@pytest.mark.parametrize("expression", ["GPL-3.0-only", "LGPL-2.1-or-later", "MPL-2.0", "MIT AND GPL-2.0-only",
-                                        "Proprietary"])
+@pytest.mark.parametrize(
+    "expression", ["GPL-3.0-only", "LGPL-2.1-or-later", "MPL-2.0", "MIT AND GPL-2.0-only", "Proprietary"]
+)
 def test_other_licences_are_refused(expression):
     assert licence(metadata(License_Expression=expression)) is None
 
@@ -41,8 +43,23 @@ def test_trove_classifiers_count_when_there_is_no_expression():
     assert licence(metadata()) is None  # nothing declared: not taken
 
 
-@pytest.mark.parametrize("name", ["click", "Jinja2", "flask", "attrs", "itsdangerous", "python-dateutil", "jsonschema",
-                                  "packaging", "idna", "pluggy", "MarkupSafe", "blinker"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "click",
+        "Jinja2",
+        "flask",
+        "attrs",
+        "itsdangerous",
+        "python-dateutil",
+        "jsonschema",
+        "packaging",
+        "idna",
+        "pluggy",
+        "MarkupSafe",
+        "blinker",
+    ],
+)
 def test_the_packages_reserved_for_evaluation_are_kept_out(name):
     assert exclusion_reason(name, set()) == "reserved for evaluation"
 

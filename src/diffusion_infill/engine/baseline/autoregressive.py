@@ -89,11 +89,14 @@ class FimModel:
 def load_fim(path: Path, device: str | None = None) -> FimModel:
     """A baseline checkpoint from a local directory (nothing is downloaded), in float32."""
     if not (path / SPEC_FILE).is_file():
-        raise ModelLoadError(f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
-                             "train one with `diffusion-infill train --objective fim`")
+        raise ModelLoadError(
+            f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
+            "train one with `diffusion-infill train --objective fim`"
+        )
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
-                                                 use_kernels=False)  # no code from the Hub (engine.loading)
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, local_files_only=True, use_kernels=False
+    )  # no code from the Hub (engine.loading)
     model = model.to(pick_device(device)).eval()
     return FimModel(model, tokenizer, FimSpec.load(path), FimIds.from_tokenizer(tokenizer), str(path))
 
@@ -135,9 +138,16 @@ class AutoregressiveEngine:
         minimum = self.settings.min_insertion_tokens + bool(context.healed)
         # The scores of the tokens kept (prompt lookup's rejected guesses are not among them) give the
         # evidence of the confidence estimate.
-        options = dict(max_new_tokens=(self.settings.max_gap_tokens or self.loaded.spec.max_middle) + 1,
-                       min_new_tokens=minimum, do_sample=False, eos_token_id=ids.end, pad_token_id=ids.pad,
-                       suppress_tokens=self.suppressed, output_scores=True, return_dict_in_generate=True)
+        options = dict(
+            max_new_tokens=(self.settings.max_gap_tokens or self.loaded.spec.max_middle) + 1,
+            min_new_tokens=minimum,
+            do_sample=False,
+            eos_token_id=ids.end,
+            pad_token_id=ids.pad,
+            suppress_tokens=self.suppressed,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
         if self.settings.line_drafts:
             # prompt lookup (draft-token) decoding: the tokens that followed the last ones earlier in the
             # prompt are checked in one forward pass and kept up to the first the model would not write
@@ -145,19 +155,28 @@ class AutoregressiveEngine:
         if context.healed:
             allowed, everything = healing_candidates(tokenizer, context.healed), list(range(len(tokenizer)))
             first = PrefixConstrainedLogitsProcessor(
-                lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1)
+                lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1
+            )
             options["logits_processor"] = [first]
         if not self.settings.multi_line(prefix):
             options.update(stop_strings=["\n"], tokenizer=tokenizer)
         return options
 
-    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
-                 start_text: str | None = None) -> Iterator[Draft]:
+    def complete(
+        self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False, start_text: str | None = None
+    ) -> Iterator[Draft]:
         """Yields a Draft per forward pass (one token each), then a final closure-valid one.
         `start_text` is unused: greedy decoding has nothing to warm-start."""
         spec, ids = self.loaded.spec, self.loaded.ids
-        context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
-                                 spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
+        context = encode_context(
+            self.loaded.tokenizer,
+            ids.bos,
+            request.prefix,
+            request.suffix,
+            spec.max_prefix,
+            spec.suffix_head,
+            context_tokens=spec.context_tokens,
+        )
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
         options = self._generate_options(context, len(prompt), request.prefix)
@@ -184,7 +203,7 @@ class AutoregressiveEngine:
         text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
         full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
         logprobs = [float(torch.log_softmax(score[0].float(), dim=-1).max()) for score in scores]
-        found, confidence = assess(self.calibration, logprobs[: len(tokens) + 1], text, request.prefix,
-                                   cut=text != full)
-        yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence,
-                    evidence=found)
+        found, confidence = assess(
+            self.calibration, logprobs[: len(tokens) + 1], text, request.prefix, cut=text != full
+        )
+        yield Draft(text, step, 0.0, final=True, valid=True, prefill_ms=first_ms, confidence=confidence, evidence=found)

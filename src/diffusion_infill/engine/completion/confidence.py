@@ -61,9 +61,15 @@ def evidence(logprobs: list[float], text: str, prefix: str, cut: bool) -> Eviden
     line = prefix.rsplit("\n", 1)[-1]
     last = prefix[-1:]
     scores = logprobs or [0.0]
-    return Evidence(mean_logprob=sum(scores) / len(scores), min_logprob=min(scores), chars=len(text),
-                    multi_line="\n" in text, at_line_start=not line.strip(),
-                    after_word=bool(last) and (last.isalnum() or last == "_"), cut=cut)
+    return Evidence(
+        mean_logprob=sum(scores) / len(scores),
+        min_logprob=min(scores),
+        chars=len(text),
+        multi_line="\n" in text,
+        at_line_start=not line.strip(),
+        after_word=bool(last) and (last.isalnum() or last == "_"),
+        cut=cut,
+    )
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,9 @@ class Calibration:
         (directory / file).write_text(json.dumps(asdict(self), indent=1) + "\n")
 
     @classmethod
-    def load(cls, directory: str | Path | None, file: str = CALIBRATION_FILE,
-             names: frozenset[str] | None = None) -> Calibration | None:
+    def load(
+        cls, directory: str | Path | None, file: str = CALIBRATION_FILE, names: frozenset[str] | None = None
+    ) -> Calibration | None:
         """The checkpoint's calibration (`file`, whose features are `names`: a completion's by
         default); None when it has none, or (with a warning) an unreadable one."""
         if directory is None:
@@ -99,8 +106,13 @@ class Calibration:
         path = Path(directory) / file
         try:
             data = json.loads(path.read_text())
-            calibration = cls(dict(data["weights"]), float(data["intercept"]), float(data.get("threshold", 0.0)),
-                              str(data.get("fitted_on", "")), str(data.get("quiet_after", "")))
+            calibration = cls(
+                dict(data["weights"]),
+                float(data["intercept"]),
+                float(data.get("threshold", 0.0)),
+                str(data.get("fitted_on", "")),
+                str(data.get("quiet_after", "")),
+            )
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
@@ -116,12 +128,17 @@ class Calibration:
 
 def _dropped(path: Path, reason: str) -> None:
     # Without a word, the gate and the quiet characters would vanish and every completion be shown.
-    log.warning("ignoring %s (%s): completions get no confidence estimate, and its minConfidence threshold "
-                "and quietAfter characters are not used", path, reason)
+    log.warning(
+        "ignoring %s (%s): completions get no confidence estimate, and its minConfidence threshold "
+        "and quietAfter characters are not used",
+        path,
+        reason,
+    )
 
 
-def assess(calibration: Calibration | None, logprobs: list[float], text: str, prefix: str,
-           cut: bool) -> tuple[Evidence, float | None]:
+def assess(
+    calibration: Calibration | None, logprobs: list[float], text: str, prefix: str, cut: bool
+) -> tuple[Evidence, float | None]:
     """A final completion's evidence and, when the checkpoint is calibrated, its chance of acceptance."""
     found = evidence(logprobs, text, prefix, cut)
     return found, calibration.estimate(found) if calibration else None
@@ -132,8 +149,9 @@ def fit(rows: list[tuple[Evidence, bool]], l2: float = 1e-2, steps: int = 2000, 
     return fit_values([(features(found), accepted) for found, accepted in rows], l2, steps, fitted_on)
 
 
-def fit_values(rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, steps: int = 2000,
-               fitted_on: str = "") -> Calibration:
+def fit_values(
+    rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, steps: int = 2000, fitted_on: str = ""
+) -> Calibration:
     """Logistic regression of acceptance on features by name (standardized, L2-penalized, full-batch
     L-BFGS); the weights are returned on the features' own scale."""
     import torch
@@ -156,8 +174,11 @@ def fit_values(rows: list[tuple[dict[str, float], bool]], l2: float = 1e-2, step
     optimizer.step(loss)
     weights = (w / std).detach()
     intercept = float(b.detach() - (weights * mean).sum())
-    return Calibration({name: round(float(v), 5) for name, v in zip(names, weights, strict=True)},
-                       round(intercept, 5), fitted_on=fitted_on)
+    return Calibration(
+        {name: round(float(v), 5) for name, v in zip(names, weights, strict=True)},
+        round(intercept, 5),
+        fitted_on=fitted_on,
+    )
 
 
 def clears_gate(confidence: float | None, threshold: float) -> bool:

@@ -13,10 +13,28 @@ import re
 
 IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{2,}")
 # Names that say nothing about which line is related: nearly every line has one.
-COMMON_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {
-    "self", "cls", "args", "kwargs", "len", "str", "int", "list", "dict", "print", "range", "isinstance",
-    "object", "true", "false", "null",
-}
+COMMON_NAMES = (
+    frozenset(keyword.kwlist)
+    | frozenset(keyword.softkwlist)
+    | {
+        "self",
+        "cls",
+        "args",
+        "kwargs",
+        "len",
+        "str",
+        "int",
+        "list",
+        "dict",
+        "print",
+        "range",
+        "isinstance",
+        "object",
+        "true",
+        "false",
+        "null",
+    }
+)
 WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 EARLIER_CHARS = 12_000  # only this much text before the window is searched: the cost stays bounded
 CHARS_PER_TOKEN = 4  # about what the embedded tokenizer averages on Python; lines over budget are dropped after
@@ -35,7 +53,8 @@ def _line_scores(earlier: str, wanted: set[str]) -> dict[int, set[str]]:
         while position != -1:
             end = position + len(name)
             if (position == 0 or earlier[position - 1] not in WORD_CHARS) and (
-                    end == len(earlier) or earlier[end] not in WORD_CHARS):
+                end == len(earlier) or earlier[end] not in WORD_CHARS
+            ):
                 found.setdefault(earlier.rfind("\n", 0, position) + 1, set()).add(name)
             position = earlier.find(name, end)
     return found

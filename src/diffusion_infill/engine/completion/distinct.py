@@ -16,8 +16,9 @@ from diffusion_infill.engine.drafts import Draft
 REDRAWS_PER_ITEM = 2  # extra draws allowed for each item wanted beyond the first one offered
 
 
-def distinct_samples(draw: Callable[[int], Draft | None], wanted: int,
-                     avoid: Collection[str] = ()) -> list[Draft] | None:
+def distinct_samples(
+    draw: Callable[[int], Draft | None], wanted: int, avoid: Collection[str] = ()
+) -> list[Draft] | None:
     """Up to `wanted` final drafts from `draw(attempt)`, with distinct non-empty texts none of
     which is in `avoid`; the first draw's draft alone when none qualifies (a request gets its
     final draft even when empty). None as soon as a draw is cancelled (returns None)."""

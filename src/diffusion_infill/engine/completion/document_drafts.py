@@ -40,7 +40,7 @@ def document_draft(prefix: str) -> DocumentDraft | None:
     what follows them there has nothing in common."""
     starts = [match.start() for match in TOKEN.finditer(prefix, _window_start(prefix))]
     for count in range(min(MAX_TOKENS, len(starts)), MIN_TOKENS - 1, -1):
-        tail = prefix[starts[-count]:]
+        tail = prefix[starts[-count] :]
         lines = list(_lines_after(prefix, tail))
         if not lines:
             continue
@@ -65,7 +65,7 @@ def _lines_after(prefix: str, tail: str):
         end = found + len(tail) - 1
         if _word_char(tail[0]) and found > 0 and _word_char(prefix[found - 1]):
             continue
-        rest = prefix[found + len(tail):].split("\n", 1)
+        rest = prefix[found + len(tail) :].split("\n", 1)
         if len(rest) == 2:
             yield rest[0].rstrip()
 
@@ -84,8 +84,9 @@ def _common_start(lines: list[str], most: int) -> str:
     common = _pieces(lines[0])[:most]
     for line in lines[1:]:
         pieces = _pieces(line)
-        length = next((at for at, (a, b) in enumerate(zip(common, pieces, strict=False)) if a != b),
-                      min(len(common), len(pieces)))
+        length = next(
+            (at for at, (a, b) in enumerate(zip(common, pieces, strict=False)) if a != b), min(len(common), len(pieces))
+        )
         common = common[:length]
     return "".join(common)
 

@@ -115,8 +115,9 @@ class InfillEngine:
             processors.append(SlotBan(range(gap.start, gap.start + minimum), self.loaded.ids.end))
         return processors
 
-    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
-                 start_text: str | None = None) -> Iterator[Draft]:
+    def complete(
+        self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False, start_text: str | None = None
+    ) -> Iterator[Draft]:
         """Yields a Draft after every denoising step; the last one is final and closure-valid.
 
         `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
@@ -150,8 +151,15 @@ class InfillEngine:
     def _begin(self, request: InfillRequest, start_text: str | None) -> _Completion:
         """The prefix encoded (its cache reused where it can be) and the first canvas laid out."""
         spec, ids = self.loaded.spec, self.loaded.ids
-        context = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
-                                 spec.max_prefix, spec.suffix_head, context_tokens=spec.context_tokens)
+        context = encode_context(
+            self.loaded.tokenizer,
+            ids.bos,
+            request.prefix,
+            request.suffix,
+            spec.max_prefix,
+            spec.suffix_head,
+            context_tokens=spec.context_tokens,
+        )
         started = time.perf_counter()
         cache = self.prefix_cache.encode(self.loaded.model, context.prefix_ids)
         prefill_ms = (time.perf_counter() - started) * 1000
@@ -161,22 +169,45 @@ class InfillEngine:
         grow_to, slots = (slots, first) if first and first < slots and not start_text else (None, slots)
         layout = canvas_layout.completion_canvas(context.suffix_ids, slots, spec.suffix_head, ids)
         gap = layout.gaps[0]
-        return _Completion(request, context, cache, prefill_ms, layout, self._warm_start(layout, context, start_text),
-                           self._processors(context, gap), self.settings.denoise, grow_to, SlotLogprobs(gap))
+        return _Completion(
+            request,
+            context,
+            cache,
+            prefill_ms,
+            layout,
+            self._warm_start(layout, context, start_text),
+            self._processors(context, gap),
+            self.settings.denoise,
+            grow_to,
+            SlotLogprobs(gap),
+        )
 
     def _denoise_round(self, run: _Completion, cancelled: Callable[[], bool]) -> Generator[Draft, None, bool]:
         """One pass of the sampler over the current canvas, a Draft per step, stopping early when a
         wanted single line has ended. False: cancelled, or the pass took no step (nothing to answer)."""
         run.last, run.line_ended = None, False
-        for last in denoise(self.loaded.model, run.cache, run.layout, self.loaded.ids, run.denoise,
-                            noise=self.loaded.spec.noise, start=run.start, processors=run.processors,
-                            cancelled=cancelled):
+        for last in denoise(
+            self.loaded.model,
+            run.cache,
+            run.layout,
+            self.loaded.ids,
+            run.denoise,
+            noise=self.loaded.spec.noise,
+            start=run.start,
+            processors=run.processors,
+            cancelled=cancelled,
+        ):
             run.last, run.step, run.entropy = last, run.step + 1, float(last.mean_entropy[0])
             run.chosen.observe(last.logits[0], last.argmax[0], last.live[0])
             run.passes.observe(last, run.gap, self.loaded.ids.end)
             shown = self._draft_tokens(last, run.gap)
-            yield Draft(self._text(shown, run.context, run.request), run.step, run.entropy, final=False,
-                        prefill_ms=run.prefill_ms)
+            yield Draft(
+                self._text(shown, run.context, run.request),
+                run.step,
+                run.entropy,
+                final=False,
+                prefill_ms=run.prefill_ms,
+            )
             run.line_ended = self._line_ended(shown, run.context, run.request)
             if run.line_ended:
                 break
@@ -189,8 +220,9 @@ class InfillEngine:
         if not run.grow_to or run.line_ended or self.loaded.ids.end in argmax[0, gap.start : gap.stop]:
             return False
         spec = self.loaded.spec
-        run.layout = canvas_layout.completion_canvas(run.context.suffix_ids, run.grow_to, spec.suffix_head,
-                                                     self.loaded.ids)
+        run.layout = canvas_layout.completion_canvas(
+            run.context.suffix_ids, run.grow_to, spec.suffix_head, self.loaded.ids
+        )
         run.start = torch.tensor([run.layout.tokens], device=argmax.device)
         run.start[0, gap.start : gap.stop] = argmax[0, gap.start : gap.stop]
         run.processors = self._processors(run.context, run.gap)
@@ -219,14 +251,26 @@ class InfillEngine:
             text = run.text
         logprobs = run.chosen.first(len(run.tokens) + 1)  # the insertion's tokens and its END
         found, confidence = assess(self.calibration, logprobs, text, run.request.prefix, cut)
-        return Draft(text, run.step, run.entropy, final=True, valid=True, prefill_ms=run.prefill_ms,
-                     confidence=confidence, evidence=found, passes=run.passes.counts())
+        return Draft(
+            text,
+            run.step,
+            run.entropy,
+            final=True,
+            valid=True,
+            prefill_ms=run.prefill_ms,
+            confidence=confidence,
+            evidence=found,
+            passes=run.passes.counts(),
+        )
 
     def judged_draft(self, request: InfillRequest) -> Draft | None:
         """The best line copied from the code as the model judges it, when its estimate clears the
         threshold and it keeps closure; None otherwise (or without a revision calibration)."""
-        if self.revision is None or not (self.settings.line_drafts and request.copied_lines) \
-                or self.settings.multi_line(request.prefix):
+        if (
+            self.revision is None
+            or not (self.settings.line_drafts and request.copied_lines)
+            or self.settings.multi_line(request.prefix)
+        ):
             return None
         candidates = line_drafts.candidates(request, request.others)
         if not candidates:
@@ -245,11 +289,14 @@ class InfillEngine:
     def _line_ended(self, shown: list[int], context: EncodedContext, request: InfillRequest) -> bool:
         """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the
         line cannot change any more (settings.stop_at_line_end)."""
-        if not self.settings.stop_at_line_end or self.loaded.spec.noise != "mask" \
-                or self.settings.multi_line(request.prefix):
+        if (
+            not self.settings.stop_at_line_end
+            or self.loaded.spec.noise != "mask"
+            or self.settings.multi_line(request.prefix)
+        ):
             return False
         text = self.loaded.tokenizer.decode(shown)
-        return text.startswith(context.healed) and "\n" in text[len(context.healed):]
+        return text.startswith(context.healed) and "\n" in text[len(context.healed) :]
 
     def _draft_tokens(self, step: Step, gap: range) -> list[int]:
         """What a draft shows: with mask noise only the revealed slots up to the first masked one,

@@ -12,13 +12,14 @@ from diffusion_infill.engine.settings import EngineSettings
 def insertion_text(tokenizer, tokens: list[int], healed: str, settings: EngineSettings, prefix: str) -> str:
     text = tokenizer.decode(tokens)
     if healed:
-        text = text[len(healed):] if text.startswith(healed) else ""
+        text = text[len(healed) :] if text.startswith(healed) else ""
     return settings.shape(text, prefix)
 
 
-def longest_valid(tokenizer, tokens: list[int], healed: str, settings: EngineSettings,
-                  request: InfillRequest) -> str:
+def longest_valid(tokenizer, tokens: list[int], healed: str, settings: EngineSettings, request: InfillRequest) -> str:
     """The longest insertion cut at a token boundary that keeps closure ("" always does)."""
-    cuts = (insertion_text(tokenizer, tokens[:count], healed, settings, request.prefix)
-            for count in range(len(tokens), 0, -1))
+    cuts = (
+        insertion_text(tokenizer, tokens[:count], healed, settings, request.prefix)
+        for count in range(len(tokens), 0, -1)
+    )
     return closure.first_valid(request.prefix, cuts, request.suffix, request.language)

@@ -49,13 +49,17 @@ class InstructEngine:
         self.settings = settings or EngineSettings()
 
     def prompt_ids(self, request: InfillRequest) -> torch.Tensor:
-        ids = self.loaded.tokenizer.apply_chat_template([{"role": "user", "content": instruction(request)}],
-                                                        tokenize=True,
-                                                        add_generation_prompt=True, return_dict=True)["input_ids"]
+        ids = self.loaded.tokenizer.apply_chat_template(
+            [{"role": "user", "content": instruction(request)}],
+            tokenize=True,
+            add_generation_prompt=True,
+            return_dict=True,
+        )["input_ids"]
         return torch.tensor([ids], device=self.loaded.device)
 
-    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
-                 start_text: str | None = None) -> Iterator[Draft]:
+    def complete(
+        self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False, start_text: str | None = None
+    ) -> Iterator[Draft]:
         """Yields a Draft per denoising step, then a final closure-valid one. `start_text` is unused:
         `generate` starts from its own noise."""
         denoise = self.settings.denoise.for_checkpoint(self.loaded.source).resolved()
@@ -65,8 +69,12 @@ class InstructEngine:
         def work(emit) -> None:
             streamer = DraftStreamer(self.loaded.tokenizer, emit, cancelled)
             self.loaded.model.generate(
-                input_ids, streamer=streamer, max_new_tokens=max_new, max_denoising_steps=denoise.max_steps,
-                t_min=denoise.t_min, t_max=denoise.t_max,
+                input_ids,
+                streamer=streamer,
+                max_new_tokens=max_new,
+                max_denoising_steps=denoise.max_steps,
+                t_min=denoise.t_min,
+                t_max=denoise.t_max,
                 sampler_config=EntropyBoundSamplerConfig(entropy_bound=float(denoise.entropy_bound)),
             )
 

@@ -50,9 +50,15 @@ class Judge:
     def __init__(self, engine, request: InfillRequest):
         self.loaded = engine.loaded
         spec, ids = self.loaded.spec, self.loaded.ids
-        self.context: EncodedContext = encode_context(self.loaded.tokenizer, ids.bos, request.prefix, request.suffix,
-                                                      spec.max_prefix, spec.suffix_head,
-                                                      context_tokens=spec.context_tokens)
+        self.context: EncodedContext = encode_context(
+            self.loaded.tokenizer,
+            ids.bos,
+            request.prefix,
+            request.suffix,
+            spec.max_prefix,
+            spec.suffix_head,
+            context_tokens=spec.context_tokens,
+        )
         self.cache = engine.prefix_cache.encode(self.loaded.model, self.context.prefix_ids)
         slots = engine.settings.max_gap_tokens or spec.gap_slots
         self.layout = canvas_layout.completion_canvas(self.context.suffix_ids, slots, spec.suffix_head, ids)
@@ -82,8 +88,9 @@ class Judge:
         cache.batch_repeat_interleave(len(rows))
         offset = cache.get_seq_length()
         positions = torch.arange(offset, offset + canvas.shape[1], device=canvas.device).unsqueeze(0)
-        hidden = model.model.decoder(decoder_input_ids=canvas, cache=cache,
-                                     decoder_position_ids=positions).last_hidden_state
+        hidden = model.model.decoder(
+            decoder_input_ids=canvas, cache=cache, decoder_position_ids=positions
+        ).last_hidden_state
         logits = softcapped_logits(model, hidden[:, gap.start : gap.stop])
         logits[:, 0] += self.first_slot
         logprobs = torch.log_softmax(logits, dim=-1)
@@ -104,13 +111,17 @@ def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[J
     if not fitting:
         return []
     scores, _ = scorer.score([tokens for _, tokens in fitting])
-    return sorted((Judged(c.text, c, s) for (c, _), s in zip(fitting, scores, strict=True)),
-                  key=lambda j: j.mean_logprob, reverse=True)
+    return sorted(
+        (Judged(c.text, c, s) for (c, _), s in zip(fitting, scores, strict=True)),
+        key=lambda j: j.mean_logprob,
+        reverse=True,
+    )
 
 
 REVISION_FILE = "revision.json"  # beside a checkpoint: the calibration of judged candidates
-FEATURES = frozenset({"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "document",
-                      "after_word"})
+FEATURES = frozenset(
+    {"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "document", "after_word"}
+)
 
 
 def features(judged: Judged, prefix: str) -> dict[str, float]:

@@ -69,8 +69,11 @@ def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = M
     for other in others:
         found += [_Found(f.text, f.rule, f.matched, MAX_LINES) for f in _same(head, other.split("\n")[-MAX_LINES:])]
     if closers:
-        found = [_Found(f.text.removesuffix(closers), f.rule, f.matched, f.distance) for f in found
-                 if f.text.endswith(closers)]
+        found = [
+            _Found(f.text.removesuffix(closers), f.rule, f.matched, f.distance)
+            for f in found
+            if f.text.endswith(closers)
+        ]
     return _ranked([f for f in found if f.text.strip() and len(f.text) <= MAX_CHARS], most)
 
 
@@ -99,7 +102,7 @@ def _same(head: str, lines: Sequence[str]) -> Iterable[_Found]:
     whole = head.lstrip()
     for distance, line in enumerate(reversed(lines), start=1):
         if line.lstrip().startswith(whole) and len(line.lstrip()) > len(whole):
-            rest = line.lstrip()[len(whole):]
+            rest = line.lstrip()[len(whole) :]
             yield _Found(rest.rstrip(), "same", len(TOKEN.findall(whole)), distance)
             continue
         for count, tail in zip(range(len(tails), 0, -1), tails, strict=True):
@@ -107,7 +110,7 @@ def _same(head: str, lines: Sequence[str]) -> Iterable[_Found]:
                 break
             at = _find_at_boundary(line, tail)
             if at is not None and at + len(tail) < len(line.rstrip()):
-                yield _Found(line[at + len(tail):].rstrip(), "same", count, distance)
+                yield _Found(line[at + len(tail) :].rstrip(), "same", count, distance)
                 break
 
 
@@ -137,8 +140,7 @@ def _analogous(head: str, lines: Sequence[str]) -> Iterable[_Found]:
             continue
         following = _swapped(lines[index + 1], swaps)
         if following.startswith(head) and len(following.rstrip()) > len(head):
-            yield _Found(following[len(head):].rstrip(), "analogous", len(TOKEN.findall(head)),
-                         len(lines) - index)
+            yield _Found(following[len(head) :].rstrip(), "analogous", len(TOKEN.findall(head)), len(lines) - index)
 
 
 def _shape(line: str) -> str:
@@ -165,6 +167,7 @@ def _swaps(earlier: str, later: str) -> dict[str, str] | None:
 
 def _swapped(line: str, swaps: dict[str, str]) -> str:
     """`line` with its identifiers renamed: whole names first, else their snake_case parts."""
+
     def rename(match: re.Match) -> str:
         name = match.group()
         if name in swaps:

@@ -31,8 +31,9 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _with_context(tokenizer, prefix: str, start: int, ids: list[int], max_prefix: int,
-                  context_tokens: int) -> list[int] | None:
+def _with_context(
+    tokenizer, prefix: str, start: int, ids: list[int], max_prefix: int, context_tokens: int
+) -> list[int] | None:
     """[lines from further up that relate to the cursor's line] + the window's last tokens,
     `max_prefix` in all, as training builds them (`BatchMaker.prefix`); None when no line relates.
     The lines are chosen from the text before the shortest window, `max_prefix - context_tokens`."""
@@ -43,8 +44,16 @@ def _with_context(tokenizer, prefix: str, start: int, ids: list[int], max_prefix
     return [*context, *ids[len(ids) - (max_prefix - len(context)) :]] if context else None
 
 
-def encode_context(tokenizer, bos_id: int, prefix: str, suffix: str, max_prefix: int, suffix_tokens: int,
-                   heal: bool = True, context_tokens: int = 0) -> EncodedContext:
+def encode_context(
+    tokenizer,
+    bos_id: int,
+    prefix: str,
+    suffix: str,
+    max_prefix: int,
+    suffix_tokens: int,
+    heal: bool = True,
+    context_tokens: int = 0,
+) -> EncodedContext:
     """Token ids for the prefix (at most `max_prefix`) and the suffix head.
 
     When the cursor sits inside a word, the last prefix token is taken back and its text

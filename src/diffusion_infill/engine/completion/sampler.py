@@ -232,8 +232,9 @@ class UniformNoise:
         return torch.zeros(current.shape[:1], dtype=torch.bool, device=current.device)
 
 
-def _sample(logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTensor,
-            generator: torch.Generator | None) -> tuple[torch.LongTensor, torch.Tensor]:
+def _sample(
+    logits: torch.Tensor, argmax: torch.LongTensor, live: torch.BoolTensor, generator: torch.Generator | None
+) -> tuple[torch.LongTensor, torch.Tensor]:
     """A token drawn for each live slot (pinned slots keep the argmax) and each live slot's top
     probability (0 elsewhere). Drawing for the live slots alone saves the softmax and the draw
     over the whole vocabulary for the pinned ones, most of the canvas once END is placed."""
@@ -270,8 +271,9 @@ def entropy_bound_accept(entropy: torch.Tensor, live: torch.BoolTensor, bound: f
     return torch.zeros_like(live).scatter(-1, order, within) & live
 
 
-def accept(entropy: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor,
-           settings: DenoiseSettings) -> torch.BoolTensor:
+def accept(
+    entropy: torch.Tensor, top: torch.Tensor, live: torch.BoolTensor, settings: DenoiseSettings
+) -> torch.BoolTensor:
     """Live slots kept this step: the entropy bound's, and those at least `accept_probability` likely."""
     accepted = entropy_bound_accept(entropy, live, settings.entropy_bound)
     if settings.accept_probability > 0:
@@ -344,8 +346,9 @@ def denoise(
     shape = tuple(layout.tokens.shape)
     noise_kind = _noise(noise, ids, model.config.text_config.vocab_size, shape, device)
     logits_processor = LogitsProcessorList(processors or [])
-    logits_processor.append(LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max,
-                                                                      settings.max_steps))
+    logits_processor.append(
+        LinearTemperatureScheduleLogitsProcessor(settings.t_min, settings.t_max, settings.max_steps)
+    )
     stable = _Stability(settings.stability_threshold)
     insertion_stable = _Stability(settings.stable_insertion)
     banned = torch.tensor([ids.mask, ids.pad, ids.bos, *ids.unwritten], device=device)
@@ -358,8 +361,12 @@ def denoise(
     for passes, cur_step in enumerate(reversed(range(1, settings.max_steps + 1)), start=1):
         if cancelled():
             return
-        hidden = model.model.decoder(decoder_input_ids=current, cache=cache, self_conditioning_logits=self_conditioning,
-                                     decoder_position_ids=positions).last_hidden_state
+        hidden = model.model.decoder(
+            decoder_input_ids=current,
+            cache=cache,
+            self_conditioning_logits=self_conditioning,
+            decoder_position_ids=positions,
+        ).last_hidden_state
         scored = noise_kind.scored(current, layout) if settings.live_logits else None
         logits = logits_processor(None, _slot_logits(model, hidden, scored), cur_step=cur_step)
         logits[..., banned] = float("-inf")  # structural and special tokens never fill a slot
@@ -390,14 +397,25 @@ def denoise(
         revealed = accepted & ~past_end
         redecided = (carried & (current != before)).sum(dim=-1)
         carried = (held | accepted) & layout.gap_mask & ~past_end
-        yield Step(passes, argmax, current, logits, entropy.sum(dim=-1) / live_count, finished, live, accepted,
-                   revealed.sum(dim=-1), redecided)
+        yield Step(
+            passes,
+            argmax,
+            current,
+            logits,
+            entropy.sum(dim=-1) / live_count,
+            finished,
+            live,
+            accepted,
+            revealed.sum(dim=-1),
+            redecided,
+        )
         if finished.all():
             return
 
 
-def _finished(settings: DenoiseSettings, stable: torch.BoolTensor, entropy: torch.Tensor,
-              live_count: torch.Tensor) -> torch.BoolTensor:
+def _finished(
+    settings: DenoiseSettings, stable: torch.BoolTensor, entropy: torch.Tensor, live_count: torch.Tensor
+) -> torch.BoolTensor:
     """Stable and confident: the mean entropy over the live slots under the threshold (pinned slots
     count as zero in the mean over the canvas, hence the scaled threshold). transformers' rule takes the
     mean over the whole canvas, which with few live slots left would stop on pinned slots' certainty."""

@@ -20,7 +20,7 @@ def rest(offered_at: InfillRequest, completion: str, now: InfillRequest) -> str 
         return None
     if not now.prefix.startswith(offered_at.prefix):
         return None
-    typed = now.prefix[len(offered_at.prefix):]
+    typed = now.prefix[len(offered_at.prefix) :]
     if not completion.startswith(typed) or len(completion) == len(typed):
         return None
-    return completion[len(typed):]
+    return completion[len(typed) :]

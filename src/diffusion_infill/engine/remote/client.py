@@ -104,8 +104,13 @@ class _Loop:
         self.thread = threading.Thread(target=self.loop.run_forever, name="remote-http", daemon=True)
         self.thread.start()
 
-    def stream(self, produce: Callable[[Callable[[Any], None]], Coroutine], cancelled: Callable[[], bool],
-               deadline: float, late: str) -> Iterator[Any]:
+    def stream(
+        self,
+        produce: Callable[[Callable[[Any], None]], Coroutine],
+        cancelled: Callable[[], bool],
+        deadline: float,
+        late: str,
+    ) -> Iterator[Any]:
         """Yields what `produce(emit)` emits; Cancelled when `cancelled()`, RemoteTimeout(late) at `deadline`
         (time.monotonic). Either way the coroutine is cancelled, which closes its HTTP request."""
         items: queue.Queue = queue.Queue()
@@ -149,10 +154,18 @@ class RemoteEngine:
             log.info("%s at %s: using the %s prompt format, as configured", remote.model, remote.url, self.format)
         self._rng = random.Random(seed)
         self._loop = _Loop()
-        anonymous = None if remote.api_key else openai.DefaultAsyncHttpxClient(
-            event_hooks={"request": [_without_authorization]})
-        self._client = openai.AsyncOpenAI(base_url=remote.url, api_key=remote.api_key or "none", max_retries=0,
-                                          timeout=remote.invoked_timeout, http_client=anonymous)
+        anonymous = (
+            None
+            if remote.api_key
+            else openai.DefaultAsyncHttpxClient(event_hooks={"request": [_without_authorization]})
+        )
+        self._client = openai.AsyncOpenAI(
+            base_url=remote.url,
+            api_key=remote.api_key or "none",
+            max_retries=0,
+            timeout=remote.invoked_timeout,
+            http_client=anonymous,
+        )
 
     def close(self) -> None:
         self._loop.close(self._client)
@@ -187,17 +200,23 @@ class RemoteEngine:
             await _opened(lambda: self._client.completions.create(model=self.remote.model, prompt="x", max_tokens=1))
             return "fim"
         except openai.APIStatusError as error:
-            raise RemoteError(f"{self.remote.url} accepts neither chat ({_status(chat_refused)}) nor plain "
-                              f"completions ({_status(error)}) for {self.remote.model}") from None
+            raise RemoteError(
+                f"{self.remote.url} accepts neither chat ({_status(chat_refused)}) nor plain "
+                f"completions ({_status(error)}) for {self.remote.model}"
+            ) from None
 
     async def _chat_probe(self, extra: dict | None) -> None:
-        await _opened(lambda: self._client.chat.completions.create(
-            model=self.remote.model, max_tokens=1, extra_body=extra, messages=[{"role": "user", "content": "1"}]))
+        await _opened(
+            lambda: self._client.chat.completions.create(
+                model=self.remote.model, max_tokens=1, extra_body=extra, messages=[{"role": "user", "content": "1"}]
+            )
+        )
 
     # -- completions
 
-    def complete(self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False,
-                 start_text: str | None = None) -> Iterator[Draft]:
+    def complete(
+        self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False, start_text: str | None = None
+    ) -> Iterator[Draft]:
         """Yields a Draft per streamed piece, then a final closure-valid one; after the timeout the
         final draft is empty. RemoteError when the server fails. `start_text` is unused."""
         try:
@@ -215,8 +234,9 @@ class RemoteEngine:
             final = draft.text
         return final
 
-    def _drafts(self, request: InfillRequest, settings: EngineSettings,
-                cancelled: Callable[[], bool]) -> Iterator[Draft]:
+    def _drafts(
+        self, request: InfillRequest, settings: EngineSettings, cancelled: Callable[[], bool]
+    ) -> Iterator[Draft]:
         timeout = self.remote.invoked_timeout if request.invoked else self.remote.timeout
         deadline = time.monotonic() + timeout
         chosen = self.probe(timeout)
@@ -241,8 +261,9 @@ class RemoteEngine:
             return before_head(answer_text(raw), request.suffix[: self.remote.suffix_head_chars])
         return answer_text(raw)
 
-    def _loop_stream(self, chosen: str, request: InfillRequest, cancelled: Callable[[], bool],
-                     deadline: float, timeout: float) -> Iterator[str]:
+    def _loop_stream(
+        self, chosen: str, request: InfillRequest, cancelled: Callable[[], bool], deadline: float, timeout: float
+    ) -> Iterator[str]:
         pieces = {"diffusion": self._diffusion, "chat": self._chat, "fim": self._fim}[chosen]
 
         async def produce(emit: Callable[[str], None]) -> None:
@@ -296,11 +317,18 @@ class RemoteEngine:
 
     # -- the three prompt formats; each yields the answer's text as it streams in
 
-    async def _chat(self, request: InfillRequest, max_tokens: int | None = None,
-                    extra: dict | None = None) -> AsyncIterator[str]:
-        stream = await _opened(lambda: self._client.chat.completions.create(
-            model=self.remote.model, messages=[{"role": "user", "content": instruction(request)}],
-            max_tokens=max_tokens or self.remote.max_tokens + FENCE_TOKENS, stream=True, extra_body=extra))
+    async def _chat(
+        self, request: InfillRequest, max_tokens: int | None = None, extra: dict | None = None
+    ) -> AsyncIterator[str]:
+        stream = await _opened(
+            lambda: self._client.chat.completions.create(
+                model=self.remote.model,
+                messages=[{"role": "user", "content": instruction(request)}],
+                max_tokens=max_tokens or self.remote.max_tokens + FENCE_TOKENS,
+                stream=True,
+                extra_body=extra,
+            )
+        )
         async with stream:
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].delta.content:
@@ -309,9 +337,16 @@ class RemoteEngine:
     async def _fim(self, request: InfillRequest) -> AsyncIterator[str]:
         before, after, middle = self.remote.fim_tokens
         prompt = f"{before}{request.prefix[-CONTEXT_CHARS:]}{after}{request.suffix[:CONTEXT_CHARS]}{middle}"
-        stream = await _opened(lambda: self._client.completions.create(
-            model=self.remote.model, prompt=prompt, max_tokens=self.remote.max_tokens, temperature=0.0,
-            stop=list(self.remote.fim_stop) or None, stream=True))
+        stream = await _opened(
+            lambda: self._client.completions.create(
+                model=self.remote.model,
+                prompt=prompt,
+                max_tokens=self.remote.max_tokens,
+                temperature=0.0,
+                stop=list(self.remote.fim_stop) or None,
+                stream=True,
+            )
+        )
         async with stream:
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].text:
@@ -329,9 +364,13 @@ class RemoteEngine:
         """vLLM's /tokenize, without special tokens: the ids the served model reads `text` as."""
         if not text:
             return []
-        reply = await _opened(lambda: self._client.post(
-            f"{_server_root(self.remote.url)}/tokenize", cast_to=object,
-            body={"model": self.remote.model, "prompt": text, "add_special_tokens": False}))
+        reply = await _opened(
+            lambda: self._client.post(
+                f"{_server_root(self.remote.url)}/tokenize",
+                cast_to=object,
+                body={"model": self.remote.model, "prompt": text, "add_special_tokens": False},
+            )
+        )
         tokens = reply.get("tokens") if isinstance(reply, dict) else None
         if not isinstance(tokens, list) or not all(isinstance(token, int) for token in tokens):
             raise MalformedReply(f"/tokenize sent {str(reply)[:200]}")

@@ -73,8 +73,16 @@ class DiffusionRepairer:
             cursor = span.end
         known_texts.append(text[cursor:])
         segments.append(self._encode(text[cursor:]))
-        context = encode_context(self.loaded.tokenizer, ids.bos, before, after, spec.max_prefix,
-                                 spec.suffix_head, heal=False, context_tokens=spec.context_tokens)
+        context = encode_context(
+            self.loaded.tokenizer,
+            ids.bos,
+            before,
+            after,
+            spec.max_prefix,
+            spec.suffix_head,
+            heal=False,
+            context_tokens=spec.context_tokens,
+        )
         segments.append(canvas_layout.suffix_head(context.suffix_ids, spec.suffix_head, ids))
         layout = canvas_layout.build(segments, ids.mask)
         if len(layout) > self.settings.max_canvas:
@@ -89,8 +97,17 @@ class DiffusionRepairer:
         if renoise is not None and spec.noise == "mask":  # uniform-noise checkpoints start from random tokens
             start = self._renoised(batch, layout, [text[s.start : s.end] for s in spans], renoise, generator)
         last = None
-        for step in denoise(model, cache, layout, ids, self.settings.denoise, noise=spec.noise, batch=batch,
-                            start=start, generator=generator):
+        for step in denoise(
+            model,
+            cache,
+            layout,
+            ids,
+            self.settings.denoise,
+            noise=spec.noise,
+            batch=batch,
+            start=start,
+            generator=generator,
+        ):
             last = step  # only the converged canvas is a candidate
         if last is None:
             return []
@@ -104,8 +121,9 @@ class DiffusionRepairer:
             candidates.append("".join(pieces))
         return candidates
 
-    def _renoised(self, batch: torch.LongTensor, layout, olds: list[str], share: float,
-                  generator: torch.Generator) -> torch.LongTensor:
+    def _renoised(
+        self, batch: torch.LongTensor, layout, olds: list[str], share: float, generator: torch.Generator
+    ) -> torch.LongTensor:
         """Gap slots holding the old text with `share` of its tokens masked, END after it."""
         ids, start = self.loaded.ids, batch.clone()
         for gap, old in zip(layout.gaps, olds, strict=True):

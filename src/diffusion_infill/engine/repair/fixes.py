@@ -78,8 +78,9 @@ def _opcodes(before: str, after: str) -> list[tuple[str, int, int, int, int]]:
         if tag == "equal":
             continue
         chars = difflib.SequenceMatcher(None, before[a : old_starts[i2]], after[b : new_starts[j2]], autojunk=False)
-        codes += [(code, a + k1, a + k2, b + m1, b + m2) for code, k1, k2, m1, m2 in chars.get_opcodes()
-                  if code != "equal"]
+        codes += [
+            (code, a + k1, a + k2, b + m1, b + m2) for code, k1, k2, m1, m2 in chars.get_opcodes() if code != "equal"
+        ]
     return codes
 
 
@@ -96,8 +97,9 @@ def changed_spans(before: str, after: str) -> list[Span]:
 Cost = int | tuple[int, ...]
 
 
-def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-         lost: Callable[[str], Cost]) -> list[Candidate]:
+def rank(
+    original: str, candidates: list[Candidate], valid: Callable[[str], bool], lost: Callable[[str], Cost]
+) -> list[Candidate]:
     """The distinct valid candidates that change something: least content lost first (`lost`
     may count several things, compared in turn), then the smallest edit."""
     seen, ranked = set(), []
@@ -111,8 +113,9 @@ def rank(original: str, candidates: list[Candidate], valid: Callable[[str], bool
     return [candidate for _, candidate in ranked]
 
 
-def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bool],
-           lost: Callable[[str], int]) -> Candidate | None:
+def choose(
+    original: str, candidates: list[Candidate], valid: Callable[[str], bool], lost: Callable[[str], int]
+) -> Candidate | None:
     """The valid candidate that loses the least content, then changes the fewest characters."""
     ranked = rank(original, candidates, valid, lost)
     return ranked[0] if ranked else None
@@ -121,8 +124,9 @@ def choose(original: str, candidates: list[Candidate], valid: Callable[[str], bo
 def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, str], Counter]) -> list[Candidate]:
     """The candidates a fix may choose from: every deterministic one, and the model's that add
     nothing to `original` (`adds(original, candidate)` is empty)."""
-    return [candidate for candidate in candidates
-            if candidate.source != "diffusion" or not adds(original, candidate.text)]
+    return [
+        candidate for candidate in candidates if candidate.source != "diffusion" or not adds(original, candidate.text)
+    ]
 
 
 def _loads(text: str) -> bool:
@@ -166,8 +170,9 @@ def rank_json(text: str, candidates: list[Candidate], jsonc: bool = False) -> li
     def adds(original: str, candidate: str) -> Counter:
         return jsonfix.added(original, candidate, reference, jsonc)
 
-    return rank(text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments),
-                lost)
+    return rank(
+        text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments), lost
+    )
 
 
 def markdown_validator(deterministic: str) -> Callable[[str], bool]:
@@ -184,8 +189,13 @@ def markdown_validator(deterministic: str) -> Callable[[str], bool]:
 def _result(original: str, candidates: list[Candidate], ranked: list[Candidate], reason: str) -> FixResult:
     if not ranked:
         return FixResult(original, False, reason, tried=len(candidates))
-    return FixResult(ranked[0].text, True, source=ranked[0].source, tried=len(candidates),
-                     valid_sources=tuple(candidate.source for candidate in ranked))
+    return FixResult(
+        ranked[0].text,
+        True,
+        source=ranked[0].source,
+        tried=len(candidates),
+        valid_sources=tuple(candidate.source for candidate in ranked),
+    )
 
 
 class Fixer:
@@ -194,8 +204,9 @@ class Fixer:
     Regenerate always use it): measured, its candidates changed few answers and were wrong more often
     than right (docs/fixes.md), at seconds a fix on a CPU, so the server leaves them out."""
 
-    def __init__(self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded",
-                 model_fixes: bool = True):
+    def __init__(
+        self, repairer: DiffusionRepairer | None, unavailable: str = "no model is loaded", model_fixes: bool = True
+    ):
         self.repairer = repairer
         self.unavailable = unavailable  # why there is no repairer, for "regenerate" to say
         self.model_fixes = model_fixes
@@ -228,15 +239,24 @@ class Fixer:
             return FixResult(text, False, f"the selection is already valid {dialect}", already_valid=True)
         structural = jsonfix.structural_repair(text, jsonc)
         if structural is None:
-            return FixResult(text, False, "the selection is nested too deeply to repair" if jsonfix.too_deep(text)
-                             else f"the selection is not {dialect}: there is no {dialect} value in it")
+            return FixResult(
+                text,
+                False,
+                "the selection is nested too deeply to repair"
+                if jsonfix.too_deep(text)
+                else f"the selection is not {dialect}: there is no {dialect} value in it",
+            )
         candidates = [Candidate(structural, "structure")]
         candidates += self._fix_candidates(text, changed_spans(text, structural), around)
         if self.model_fixes and self.repairer is not None:  # damage is located only for the model's gaps
             damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
             candidates += self._fix_candidates(text, damaged, around)
-        return _result(text, candidates, rank_json(text, candidates, jsonc),
-                       f"no candidate repair of the selection is valid {dialect}")
+        return _result(
+            text,
+            candidates,
+            rank_json(text, candidates, jsonc),
+            f"no candidate repair of the selection is valid {dialect}",
+        )
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         """JSON with comments and trailing commas (VS Code settings, tsconfig)."""
@@ -258,8 +278,12 @@ class Fixer:
             return markdown_rules.model_changes(original, deterministic, candidate)
 
         ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost)
-        return _result(text, candidates, ranked, "no candidate passes the Markdown rules: "
-                       + "; ".join(problem.message for problem in found))
+        return _result(
+            text,
+            candidates,
+            ranked,
+            "no candidate passes the Markdown rules: " + "; ".join(problem.message for problem in found),
+        )
 
     def complete_table(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         """The model writes the empty cells of the selection's tables, rows short of cells
@@ -278,16 +302,25 @@ class Fixer:
         empty = len(markdown_rules.empty_cells(padded))
 
         def valid(candidate: str) -> bool:
-            return (markdown_rules.table_shapes(candidate) == shapes
-                    and len(markdown_rules.empty_cells(candidate)) < empty)
+            return (
+                markdown_rules.table_shapes(candidate) == shapes and len(markdown_rules.empty_cells(candidate)) < empty
+            )
 
         def lost(candidate: str) -> tuple[int, int]:
-            return (sum((written - Counter(_WORD.findall(candidate))).values()),
-                    len(markdown_rules.empty_cells(candidate)))
+            return (
+                sum((written - Counter(_WORD.findall(candidate))).values()),
+                len(markdown_rules.empty_cells(candidate)),
+            )
 
         ranked = [candidate for candidate in rank(text, candidates, valid, lost) if lost(candidate.text)[0] == 0]
-        return _result(text, candidates, ranked, f"the model wrote nothing that fits the {len(offsets)} empty "
-                       + ("cell" if len(offsets) == 1 else "cells") + " between their pipes")
+        return _result(
+            text,
+            candidates,
+            ranked,
+            f"the model wrote nothing that fits the {len(offsets)} empty "
+            + ("cell" if len(offsets) == 1 else "cells")
+            + " between their pipes",
+        )
 
     def regenerate(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         if self.repairer is None:
@@ -298,10 +331,14 @@ class Fixer:
             return FixResult(text, False, f"regeneration failed: {error}")
         candidates = [Candidate(candidate, "diffusion") for candidate in filled if not self._leaks(text, candidate)]
         for candidate in candidates:
-            if candidate.text.strip() and candidate.text != text \
-                    and closure.check(around.before, candidate.text, around.after, around.language).valid:
+            if (
+                candidate.text.strip()
+                and candidate.text != text
+                and closure.check(around.before, candidate.text, around.after, around.language).valid
+            ):
                 return FixResult(candidate.text, True, source="diffusion", tried=len(candidates))
         if not candidates:
             return FixResult(text, False, "the selection is too long to regenerate", tried=0)
-        return FixResult(text, False, "every regenerated text was empty, unchanged or broke the file's syntax",
-                         tried=len(candidates))
+        return FixResult(
+            text, False, "every regenerated text was empty, unchanged or broke the file's syntax", tried=len(candidates)
+        )

@@ -114,8 +114,9 @@ class TokenBytes:
 
 
 class BatchMaker:
-    def __init__(self, streams: Streams, ids: SpecialIds, config: ObjectiveConfig, rng: np.random.Generator,
-                 tokenizer=None):
+    def __init__(
+        self, streams: Streams, ids: SpecialIds, config: ObjectiveConfig, rng: np.random.Generator, tokenizer=None
+    ):
         """`tokenizer` decodes and encodes the context lines; needed when `config.context_tokens`."""
         self.streams, self.ids, self.config, self.rng = streams, ids, config, rng
         kinds = [k for k, _ in config.kind_weights if k in streams.streams]
@@ -333,8 +334,9 @@ def ar_only_loss(model, batch: Batch) -> tuple[torch.Tensor, dict[str, float]]:
     return ar_loss, {"ar": ar_loss.item()}
 
 
-def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: str,
-         generator: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+def loss(
+    model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: str, generator: torch.Generator
+) -> tuple[torch.Tensor, dict[str, float]]:
     vocab = model.config.text_config.vocab_size
     cache, ar_loss = _encode(model, batch.prefix)
     cache.batch_repeat_interleave(config.canvases_per_prefix)
@@ -349,8 +351,9 @@ def loss(model, batch: Batch, ids: SpecialIds, config: ObjectiveConfig, noise: s
             pinned_tokens = torch.where(unused, ids.mask, batch.canvas)
             self_conditioning = pin(first, batch.known | unused, pinned_tokens).to(model.dtype)
     logits = model(decoder_input_ids=noised_canvas, cache=cache, self_conditioning_logits=self_conditioning).logits
-    cross_entropy = F.cross_entropy(logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0),
-                                    reduction="none").view_as(noised)
+    cross_entropy = F.cross_entropy(
+        logits.reshape(-1, vocab), batch.target.reshape(-1).clamp(min=0), reduction="none"
+    ).view_as(noised)
     revised = (batch.draft != IGNORE).any(dim=-1, keepdim=True)
     denoised = noised & ~revised
     per_slot = cross_entropy * denoised

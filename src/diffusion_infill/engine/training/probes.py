@@ -37,6 +37,7 @@ def held_out_line_cases(count: int, seed: int, context_chars: int = 1500) -> lis
             continue
         before = "".join(lines[:index]) + line[:cut]
         after = line[cut:].removeprefix(expected) + "\n" + "".join(lines[index + 1 :])
-        cases.append(Probe(f"{doc.name}:{index + 1}:{cut + 1}", before[-context_chars:], after[:context_chars],
-                           expected))
+        cases.append(
+            Probe(f"{doc.name}:{index + 1}:{cut + 1}", before[-context_chars:], after[:context_chars], expected)
+        )
     return cases

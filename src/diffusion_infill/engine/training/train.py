@@ -152,8 +152,9 @@ class Trainer:
     """The diffusion objective on the clamped canvas; `FimTrainer` swaps in the baseline's
     tokenizer, model, batches and loss, and everything else is shared."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path, export_dir: Path, init_from: Path | None,
-                 runtime: Runtime = Runtime()):
+    def __init__(
+        self, config: TrainConfig, run_dir: Path, export_dir: Path, init_from: Path | None, runtime: Runtime = Runtime()
+    ):
         self.config, self.run_dir, self.export_dir, self.runtime = config, run_dir, export_dir, runtime
         run_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(config.seed)
@@ -178,8 +179,13 @@ class Trainer:
         self.batches = self._make_batches(streams, np.random.default_rng(seed))
         self.generator = torch.Generator().manual_seed(seed)
         self.model = self._make_model(init_from).to(runtime.device)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, betas=(0.9, 0.98),
-                                           weight_decay=config.weight_decay, fused=runtime.device.type == "cuda")
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=config.learning_rate,
+            betas=(0.9, 0.98),
+            weight_decay=config.weight_decay,
+            fused=runtime.device.type == "cuda",
+        )
         self.cooldown: Cooldown | None = None  # set by train()
         self.cooldown_on_wall, self._started_at = False, time.time()
         self.probes = held_out_line_cases(config.probes, seed=1234)
@@ -216,8 +222,13 @@ class Trainer:
             return to_device(self.batches.make(), self.runtime.device)
         if not hasattr(self, "_loader"):
             source = _Batches(self.batches, self.config.seed + self.step)
-            loader = torch.utils.data.DataLoader(source, batch_size=None, num_workers=self.runtime.workers,
-                                                 prefetch_factor=4, pin_memory=self.runtime.device.type == "cuda")
+            loader = torch.utils.data.DataLoader(
+                source,
+                batch_size=None,
+                num_workers=self.runtime.workers,
+                prefetch_factor=4,
+                pin_memory=self.runtime.device.type == "cuda",
+            )
             self._loader = iter(loader)
         return to_device(next(self._loader), self.runtime.device)
 
@@ -244,8 +255,10 @@ class Trainer:
         try:
             self.model.load_state_dict(state["model"])
         except RuntimeError:
-            raise TrainingSetupError(f"{self.checkpoint_path} holds a model of another shape than this run's "
-                                     "(--shape); resume it with its own, or use another --run-dir") from None
+            raise TrainingSetupError(
+                f"{self.checkpoint_path} holds a model of another shape than this run's "
+                "(--shape); resume it with its own, or use another --run-dir"
+            ) from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.cpu_seconds = state["step"], state["cpu_seconds"]
         self.warmup_from = state.get("warmup_from", 0)
@@ -256,10 +269,17 @@ class Trainer:
         log.info("resumed at step %d (%.2f CPU hours)", self.step, self.cpu_seconds / 3600)
 
     def _save_checkpoint(self) -> None:
-        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                 "cpu_seconds": self.cpu_seconds, "wall_seconds": self.wall_seconds, "warmup_from": self.warmup_from,
-                 "continued_from": self.continued_from, "data_rng": self.batches.rng.bit_generator.state,
-                 "torch_rng": self.generator.get_state()}
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "step": self.step,
+            "cpu_seconds": self.cpu_seconds,
+            "wall_seconds": self.wall_seconds,
+            "warmup_from": self.warmup_from,
+            "continued_from": self.continued_from,
+            "data_rng": self.batches.rng.bit_generator.state,
+            "torch_rng": self.generator.get_state(),
+        }
         torch.save(state, self.checkpoint_path.with_suffix(".tmp"))
         self.checkpoint_path.with_suffix(".tmp").replace(self.checkpoint_path)
 
@@ -274,8 +294,13 @@ class Trainer:
 
     def _loaded(self) -> LoadedModel:
         c = self.config
-        spec = CanvasSpec(noise=c.noise, gap_slots=c.objective.gap_slots, suffix_head=c.objective.suffix_head,
-                          max_prefix=c.max_prefix, context_tokens=c.objective.context_tokens)
+        spec = CanvasSpec(
+            noise=c.noise,
+            gap_slots=c.objective.gap_slots,
+            suffix_head=c.objective.suffix_head,
+            max_prefix=c.max_prefix,
+            context_tokens=c.objective.context_tokens,
+        )
         return LoadedModel(self.model, self.tokenizer, spec, self.ids, "training")
 
     def run_probes(self) -> dict:
@@ -305,13 +330,24 @@ class Trainer:
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
         self._save_spec(directory)
-        facts = {"torch_threads": torch.get_num_threads(), "device": self.runtime.name,
-                 "wall_hours": round(self.wall_seconds / 3600, 4), "config": asdict(self.config),
-                 "corpus": self.manifest, "parameters": sum(p.numel() for p in self.model.parameters())}
+        facts = {
+            "torch_threads": torch.get_num_threads(),
+            "device": self.runtime.name,
+            "wall_hours": round(self.wall_seconds / 3600, 4),
+            "config": asdict(self.config),
+            "corpus": self.manifest,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+        }
         save_recipe(directory, self.step, self.cpu_seconds, facts, self.continued_from)
 
-    def train(self, max_steps: int, max_minutes: float | None, max_cpu_hours: float | None = None,
-              cooldown_hours: float | None = None, cooldown_minutes: float | None = None) -> None:
+    def train(
+        self,
+        max_steps: int,
+        max_minutes: float | None,
+        max_cpu_hours: float | None = None,
+        cooldown_hours: float | None = None,
+        cooldown_minutes: float | None = None,
+    ) -> None:
         """Trains until a bound is reached: optimizer steps, wall minutes of this run, or CPU
         hours in all (the budget that makes two objectives comparable on a CPU). With
         `cooldown_hours` the learning rate falls over the last that many CPU hours of
@@ -331,8 +367,7 @@ class Trainer:
         cpu_budget = max_cpu_hours * 3600 if max_cpu_hours else float("inf")
         log_file = (self.run_dir / "log.jsonl").open("a")
         started, wall_started = time.process_time(), time.time()
-        while (self.step < max_steps and (deadline is None or time.time() < deadline)
-               and self.cpu_seconds < cpu_budget):
+        while self.step < max_steps and (deadline is None or time.time() < deadline) and self.cpu_seconds < cpu_budget:
             for group in self.optimizer.param_groups:
                 group["lr"] = self._learning_rate()
             bf16 = self.config.precision == "bf16"
@@ -348,9 +383,14 @@ class Trainer:
             self.wall_seconds += time.time() - wall_started
             started, wall_started = now, time.time()
             if self.step % self.config.log_every == 0:
-                entry = {"step": self.step, "loss": round(loss.item(), 4), **{k: round(v, 4) for k, v in parts.items()},
-                         "lr": self._learning_rate(), "cpu_hours": round(self.cpu_seconds / 3600, 4),
-                         "time": time.time()}
+                entry = {
+                    "step": self.step,
+                    "loss": round(loss.item(), 4),
+                    **{k: round(v, 4) for k, v in parts.items()},
+                    "lr": self._learning_rate(),
+                    "cpu_hours": round(self.cpu_seconds / 3600, 4),
+                    "time": time.time(),
+                }
                 log_file.write(json.dumps(entry) + "\n")
                 log_file.flush()
                 log.info("%s", entry)
@@ -360,8 +400,13 @@ class Trainer:
                 report = self.run_probes()
                 with (self.run_dir / "probes.jsonl").open("a") as probes:
                     probes.write(json.dumps(report) + "\n")
-                log.info("probes at %d: %d/%d exact; %s", self.step, report["exact"], len(self.probes),
-                         [(c["expected"], c["got"]) for c in report["cases"][:4]])
+                log.info(
+                    "probes at %d: %d/%d exact; %s",
+                    self.step,
+                    report["exact"],
+                    len(self.probes),
+                    [(c["expected"], c["got"]) for c in report["cases"][:4]],
+                )
             if self.step % self.config.export_every == 0:
                 self.export()
         self._save_checkpoint()
@@ -380,8 +425,14 @@ class FimTrainer(Trainer):
         return tokenizer
 
     def _make_batches(self, streams: objective.Streams, rng: np.random.Generator):
-        return fim.FimBatchMaker(streams, self.ids, self.config.objective, rng, tokenizer=self.tokenizer,
-                                 fim_ids=FimIds.from_tokenizer(self.tokenizer))
+        return fim.FimBatchMaker(
+            streams,
+            self.ids,
+            self.config.objective,
+            rng,
+            tokenizer=self.tokenizer,
+            fim_ids=FimIds.from_tokenizer(self.tokenizer),
+        )
 
     def _make_model(self, init_from: Path | None) -> torch.nn.Module:
         if init_from is not None:

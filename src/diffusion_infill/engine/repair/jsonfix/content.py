@@ -42,8 +42,13 @@ def holds(text: str, jsonc: bool = False) -> Counter | None:
     """What a JSON text holds, counted: `s:` and each string (keys included), `n:` and each number as
     written, `true`, `false`, `null`, and `{` / `[` per object / array. None when it does not load."""
     try:
-        value = json.loads(strip_jsonc(text) if jsonc else text, parse_int=_Number, parse_float=_Number,
-                           parse_constant=_Number, object_pairs_hook=_Pairs)
+        value = json.loads(
+            strip_jsonc(text) if jsonc else text,
+            parse_int=_Number,
+            parse_float=_Number,
+            parse_constant=_Number,
+            object_pairs_hook=_Pairs,
+        )
     except (json.JSONDecodeError, RecursionError):
         return None
     found: Counter = Counter()
@@ -67,8 +72,11 @@ def holds(text: str, jsonc: bool = False) -> Counter | None:
     return found
 
 
-_LITERAL_SPELLINGS = {"true": ("true", "True", "TRUE"), "false": ("false", "False", "FALSE"),
-                      "null": ("null", "None", "NULL", "Null")}
+_LITERAL_SPELLINGS = {
+    "true": ("true", "True", "TRUE"),
+    "false": ("false", "False", "FALSE"),
+    "null": ("null", "None", "NULL", "Null"),
+}
 
 
 def _written(text: str, part: str) -> int:

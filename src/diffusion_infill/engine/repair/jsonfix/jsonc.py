@@ -22,8 +22,11 @@ def strip_jsonc(text: str) -> str:
     the result are offsets into `text`."""
     tokens = tokenize(text)
     structure = [token for token in tokens if token.kind not in ("space", "comment")]
-    trailing = [comma for comma, following in zip(structure, structure[1:], strict=False)
-                if comma.kind == "punct" and comma.text == "," and following.text in ("]", "}")]
+    trailing = [
+        comma
+        for comma, following in zip(structure, structure[1:], strict=False)
+        if comma.kind == "punct" and comma.text == "," and following.text in ("]", "}")
+    ]
     # A block comment never closed runs to the end of the text: that is damage, not a comment.
     closed = [token for token in tokens if token.kind == "comment" and not _unclosed_block(token.text)]
     chars = list(text)

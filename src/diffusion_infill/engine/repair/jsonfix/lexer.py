@@ -7,8 +7,18 @@ import json
 import re
 from dataclasses import dataclass
 
-_LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false",
-             "None": "null", "TRUE": "true", "FALSE": "false", "NULL": "null", "Null": "null"}
+_LITERALS = {
+    "true": "true",
+    "false": "false",
+    "null": "null",
+    "True": "true",
+    "False": "false",
+    "None": "null",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "Null": "null",
+}
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # A number cut short (`2e-`, `1.`, `-3.5E`): the digits before the cut are the number.
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
@@ -17,15 +27,22 @@ _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 
 # The quotes a string may be opened with, and the ones that close it: typographic quotes
 # (word processors, chat replies) pair with their closing shape or with themselves.
-_CLOSING = {'"': '"', "'": "'", "\u201c": "\u201d\u201c", "\u201d": "\u201d", "\u2018": "\u2019\u2018",
-            "\u2019": "\u2019"}
+_CLOSING = {
+    '"': '"',
+    "'": "'",
+    "\u201c": "\u201d\u201c",
+    "\u201d": "\u201d",
+    "\u2018": "\u2019\u2018",
+    "\u2019": "\u2019",
+}
 _QUOTES = frozenset(_CLOSING)
 # What may follow a closing quote; anything else suggests the quote was not the end.
 _FOLLOWERS = frozenset(",:]})/#") | frozenset(" \t\r\n")
 # Inside a string that lost its closing quote, a comma followed by what starts a JSON value or a
 # key (`, null`, `, 12`, `, "x"`, `, key:`) is structure, not prose ("one, two" is prose).
 _STRUCTURE_AFTER_COMMA = re.compile(
-    r""",\s*(?:(?:null|true|false|None|True|False)\b|-?\d|["'{\[]|[A-Za-z_$][\w$-]*\s*:)""")
+    r""",\s*(?:(?:null|true|false|None|True|False)\b|-?\d|["'{\[]|[A-Za-z_$][\w$-]*\s*:)"""
+)
 # A bare key after a value written without quotes or a comma: `{a: hello b: 2}`. A colon
 # followed by `/` is a URL's, after digits a time's.
 _KEY_AHEAD = re.compile(r"[A-Za-z_$][\w$-]*\s*:(?![/\d])")
@@ -119,8 +136,12 @@ def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
     char = text[following : following + 1]
     if char.isalnum():
         return True
-    return bool(char) and char in closers and _ends_string(text, following + 1) \
+    return (
+        bool(char)
+        and char in closers
+        and _ends_string(text, following + 1)
         and text[following + 1 :].lstrip(" \t")[:1] != ":"
+    )
 
 
 def _text_goes_on(text: str, index: int, closers: str) -> bool:
@@ -186,16 +207,20 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             index += 2
             continue
         if char in closers:
-            inner = _text_follows_parenthesis(text, index + 1, closers) \
-                or (first is not None and _text_goes_on(text, index + 1, closers))
+            inner = _text_follows_parenthesis(text, index + 1, closers) or (
+                first is not None and _text_goes_on(text, index + 1, closers)
+            )
             if _ends_string(text, index + 1) and not inner:
                 if first is None:
                     return index, True
                 later_key = text[index + 1 :].lstrip(" \t")[:1] == ":"
                 structure = later_key or _STRUCTURE_AFTER_COMMA.search(text[start + 1 : index])
                 return (first if structure and _opens_next_string(text, first, closers) else index), True
-            if first is None and not inner and (not text[index + 1 :].lstrip(" \t")[:1].isalpha()
-                                                or _value_after_space(text, index + 1)):
+            if (
+                first is None
+                and not inner
+                and (not text[index + 1 :].lstrip(" \t")[:1].isalpha() or _value_after_space(text, index + 1))
+            ):
                 return index, True  # not followed by a word, or a value follows (`"id"  null`): its end
             first = index if first is None else first
         elif char in "\r\n":
@@ -215,8 +240,9 @@ def _value_after_space(text: str, index: int) -> bool:
     if stripped == rest or not stripped:
         return False
     token = token_at(stripped, 0)
-    return token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) \
-        or stripped[0] in "{["
+    return (
+        token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) or stripped[0] in "{["
+    )
 
 
 def _string(text: str, start: int) -> tuple[str, int, bool]:
@@ -307,8 +333,9 @@ def _bare_end(text: str, start: int, keys: bool = True) -> int:
         if char in ",]}[{)\r\n":
             break
         spaced = index > start and text[index - 1] in " \t"
-        if spaced and (char in _QUOTES or text.startswith(("//", "/*", "#"), index)
-                       or (keys and _KEY_AHEAD.match(text, index))):
+        if spaced and (
+            char in _QUOTES or text.startswith(("//", "/*", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
+        ):
             break
         index += 1
     while index > start and text[index - 1] in " \t":
@@ -328,7 +355,8 @@ def _bare_value(text: str, token: Token, keys: bool = True) -> str | None:
         return match.group(1).lstrip("+")
     parts = tokenize(run)
     significant = [part for part in parts if part.kind != "space"]
-    if all(part.kind == "number" or (part.kind == "word" and part.text in _LITERALS) for part in significant) \
-            and all(a.kind == "space" or b.kind == "space" for a, b in zip(parts, parts[1:], strict=False)):
+    if all(part.kind == "number" or (part.kind == "word" and part.text in _LITERALS) for part in significant) and all(
+        a.kind == "space" or b.kind == "space" for a, b in zip(parts, parts[1:], strict=False)
+    ):
         return None
     return json.dumps(run, ensure_ascii=False)

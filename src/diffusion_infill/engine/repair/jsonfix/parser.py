@@ -226,8 +226,12 @@ class _Parser:
         """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
         too early, so its closer is taken back and its members go on; False when that is not so."""
         closed = self.closed_object
-        if closed is None or token.kind not in ("string", "word") or not _colon_after(self.text, token.end) \
-                or "".join(self.out.pieces[closed + 1 :]).strip() != ",":
+        if (
+            closed is None
+            or token.kind not in ("string", "word")
+            or not _colon_after(self.text, token.end)
+            or "".join(self.out.pieces[closed + 1 :]).strip() != ","
+        ):
             return False
         del self.out.pieces[closed]
         self.container("}")

@@ -29,8 +29,10 @@ from diffusion_infill.engine.repair.markdown_rules.rules import (
 )
 from diffusion_infill.engine.repair.markdown_rules.tables import _padded_rows
 
-_SHELL = re.compile(r"^\s*(\$ |(pip|pip3|npm|npx|git|cd|python|python3|uv|make|curl|docker|export|conda|brew|apt|"
-                    r"apt-get|sudo|pytest|nvim|code)\b)")
+_SHELL = re.compile(
+    r"^\s*(\$ |(pip|pip3|npm|npx|git|cd|python|python3|uv|make|curl|docker|export|conda|brew|apt|"
+    r"apt-get|sudo|pytest|nvim|code)\b)"
+)
 
 
 # Plain prose, not code: a capital, four words or more without code's punctuation, a sentence's end.
@@ -60,7 +62,7 @@ def _language(lines: list[_Line], opening: _Line) -> str:
     for line in lines[index + 1 :]:
         if line.fence == "close":
             break
-        body.append(line.text[_QUOTE_PREFIX.match(line.text).end():])
+        body.append(line.text[_QUOTE_PREFIX.match(line.text).end() :])
         if line.closes_at:
             break
     content = "\n".join(body).strip()
@@ -79,12 +81,13 @@ def _fix_once(text: str) -> tuple[str, bool]:
     for opening, inner in _swallowed(lines)[:1]:
         end = lines[_code_end(lines, opening, lines.index(inner))]
         match = _FENCE.match(opening.text)
-        return "\n".join(line.text + ("\n" + match.group(1) + match.group(2) if line is end else "")
-                         for line in lines), True
+        return "\n".join(
+            line.text + ("\n" + match.group(1) + match.group(2) if line is end else "") for line in lines
+        ), True
     replaced = _padded_rows(lines)
     for line, missing in _unbalanced_lines(lines):
         body = line.text.rstrip()
-        replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body):]
+        replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body) :]
     for line, kind, wanted in _list_problems(lines):
         current = replaced.get(line.start, line.text)
         _, _, match = _list_marker(current)
@@ -151,8 +154,10 @@ def _code_end(lines: list[_Line], opening: _Line, stop: int | None = None) -> in
             continue
         previous_blank = not _inner(lines[index - 1].text).strip()
         following = _inner(lines[index + 1].text) if index + 1 < len(lines) else ""
-        if _indent(line) <= indent and (_ends_code_as_heading(line, previous_blank, not following.strip())
-                                        or (previous_blank and _PROSE_LINE.fullmatch(line.strip()))):
+        if _indent(line) <= indent and (
+            _ends_code_as_heading(line, previous_blank, not following.strip())
+            or (previous_blank and _PROSE_LINE.fullmatch(line.strip()))
+        ):
             return last
         last = index
     return None if stop is None else last

@@ -13,13 +13,19 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 # The start of an HTML block, as CommonMark reads it: kinds 1-5 (raw text tags, comments,
 # processing instructions, declarations, CDATA) end at their own closer; kind 6 (block-level
 # tags), and kind 7 (any tag alone on its line, only after a blank line), at a blank line.
-_HTML_CLOSED_BY = ((re.compile(r"^ {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE), None),
-                   (re.compile(r"^ {0,3}<!--"), "-->"), (re.compile(r"^ {0,3}<\?"), "?>"),
-                   (re.compile(r"^ {0,3}<![A-Za-z]"), ">"), (re.compile(r"^ {0,3}<!\[CDATA\["), "]]>"))
+_HTML_CLOSED_BY = (
+    (re.compile(r"^ {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE), None),
+    (re.compile(r"^ {0,3}<!--"), "-->"),
+    (re.compile(r"^ {0,3}<\?"), "?>"),
+    (re.compile(r"^ {0,3}<![A-Za-z]"), ">"),
+    (re.compile(r"^ {0,3}<!\[CDATA\["), "]]>"),
+)
 _HTML_BLOCK = re.compile(
     r"^ {0,3}</?(?:address|article|aside|blockquote|body|center|details|dialog|dd|div|dl|dt|figcaption|figure|"
     r"footer|form|h[1-6]|header|hr|li|main|nav|ol|p|picture|section|source|summary|table|tbody|td|tfoot|th|thead|"
-    r"tr|ul)(?:\s|/?>|$)", re.IGNORECASE)
+    r"tr|ul)(?:\s|/?>|$)",
+    re.IGNORECASE,
+)
 _HTML_TAG_LINE = re.compile(r"^ {0,3}</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>\s*$")
 
 
@@ -85,7 +91,7 @@ def _opening(line: str) -> re.Match | None:
     """The fence a line opens, if it opens one: a backtick fence's info string has no backtick
     (```` ```x``` ```` is inline code)."""
     match = _FENCE.match(line)
-    if match and match.group(2)[0] == "`" and "`" in line[match.end():]:
+    if match and match.group(2)[0] == "`" and "`" in line[match.end() :]:
         return None
     return match
 
@@ -93,8 +99,12 @@ def _opening(line: str) -> re.Match | None:
 def _closes(fence: str, line: str) -> bool:
     """Whether a line closes the open `fence`: same character, at least as long, nothing after."""
     match = _FENCE.match(line)
-    return match is not None and match.group(2)[0] == fence[0] and len(match.group(2)) >= len(fence) \
-        and not line[match.end():].strip()
+    return (
+        match is not None
+        and match.group(2)[0] == fence[0]
+        and len(match.group(2)) >= len(fence)
+        and not line[match.end() :].strip()
+    )
 
 
 def _lines(text: str) -> list[_Line]:
@@ -107,8 +117,9 @@ def _lines(text: str) -> list[_Line]:
     for raw in text.split("\n"):
         inner, line_depth = _inner(raw), _depth(raw)
         indent, blank = _indent(inner), not inner.strip()
-        if reading is not None and (line_depth < reading.depth or (reading.indent and not blank
-                                                                    and indent < reading.indent)):
+        if reading is not None and (
+            line_depth < reading.depth or (reading.indent and not blank and indent < reading.indent)
+        ):
             last = lines[reading.last]
             lines[reading.last] = replace(last, closes_at=reading.prefix + reading.marker)
             reading = None
@@ -132,8 +143,11 @@ def _lines(text: str) -> list[_Line]:
             if not blank and (previous_blank or _opening(raw) or _list_marker(inner)):
                 items = [item for item in items if indent >= item]  # the line is outside those items
             own = items[-1] if items else 0
-            if not blank and indent - own >= 4 and (previous_blank or (lines and lines[-1].in_code
-                                                                       and not lines[-1].fence)):
+            if (
+                not blank
+                and indent - own >= 4
+                and (previous_blank or (lines and lines[-1].in_code and not lines[-1].fence))
+            ):
                 code = True  # an indented code block
             elif (match := _opening(raw)) and indent - own <= 3:
                 kind, code = "open", True
@@ -158,7 +172,7 @@ def _html_start(line: str, after_blank: bool) -> str | None:
 
 def _blank(line: str) -> bool:
     """Blank, or blank inside its block quote."""
-    return not line[_QUOTE_PREFIX.match(line).end():].strip()
+    return not line[_QUOTE_PREFIX.match(line).end() :].strip()
 
 
 def _list_marker(line: str) -> tuple[int, str, re.Match] | None:

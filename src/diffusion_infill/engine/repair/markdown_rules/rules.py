@@ -40,8 +40,10 @@ class Problem:
 def _code_spans(text: str) -> tuple[str, int | None]:
     """`text` with its code spans written over (they may span lines), and the offset of the first
     backtick run no run of its length closes, if any."""
-    chars, runs = list(text), [match for match in _BACKTICK_RUN.finditer(text)
-                               if match.start() == 0 or text[match.start() - 1] != "\\"]
+    chars, runs = (
+        list(text),
+        [match for match in _BACKTICK_RUN.finditer(text) if match.start() == 0 or text[match.start() - 1] != "\\"],
+    )
     index = 0
     while index < len(runs):
         run = runs[index]
@@ -172,7 +174,7 @@ def _fence_blanks(lines: list[_Line]) -> list[tuple[_Line, str]]:
 
 def _unlabelled(lines: list[_Line]) -> list[_Line]:
     """Opening fences with no language (MD040)."""
-    return [line for line in lines if line.fence == "open" and not line.text[_FENCE.match(line.text).end():].strip()]
+    return [line for line in lines if line.fence == "open" and not line.text[_FENCE.match(line.text).end() :].strip()]
 
 
 def problems(text: str) -> list[Problem]:
@@ -184,30 +186,59 @@ def problems(text: str) -> list[Problem]:
         for row in table.rows:
             count = len(cells(row.text))
             if count != width:
-                found.append(Problem("table", table.rows[0].start, table.rows[-1].start + len(table.rows[-1].text),
-                                     f"table row has {count} cells, the table has {width} columns"))
+                found.append(
+                    Problem(
+                        "table",
+                        table.rows[0].start,
+                        table.rows[-1].start + len(table.rows[-1].text),
+                        f"table row has {count} cells, the table has {width} columns",
+                    )
+                )
                 break
     opened = _open_fence(lines)
     if opened is not None:
         found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
     for opening, inner in _swallowed(lines):
-        found.append(Problem("fence", opening.start, inner.start + len(inner.text),
-                             "code fence is never closed before the next one opens"))
+        found.append(
+            Problem(
+                "fence",
+                opening.start,
+                inner.start + len(inner.text),
+                "code fence is never closed before the next one opens",
+            )
+        )
     for opening, last in _ended_by_container(lines):
-        found.append(Problem("fence", opening.start, last.start + len(last.text),
-                             "code fence is never closed before its block quote or list item ends"))
+        found.append(
+            Problem(
+                "fence",
+                opening.start,
+                last.start + len(last.text),
+                "code fence is never closed before its block quote or list item ends",
+            )
+        )
     for line, side in _fence_blanks(lines):
-        found.append(Problem("fence-blank", line.start, line.start + len(line.text),
-                             f"code fence needs a blank line {side} it"))
+        found.append(
+            Problem("fence-blank", line.start, line.start + len(line.text), f"code fence needs a blank line {side} it")
+        )
     for line in _unlabelled(lines):
-        found.append(Problem("fence-language", line.start, line.start + len(line.text),
-                             "code fence does not name its language"))
+        found.append(
+            Problem("fence-language", line.start, line.start + len(line.text), "code fence does not name its language")
+        )
     for line, missing in _unbalanced_lines(lines):
-        found.append(Problem("emphasis", line.start, line.start + len(line.text),
-                             f"unclosed {' and '.join(missing)} on this line"))
+        found.append(
+            Problem(
+                "emphasis", line.start, line.start + len(line.text), f"unclosed {' and '.join(missing)} on this line"
+            )
+        )
     for line, kind, wanted in _list_problems(lines):
-        found.append(Problem("list", line.start, line.start + len(line.text),
-                             f"list marker {kind!r} differs from this list's {wanted!r}"))
+        found.append(
+            Problem(
+                "list",
+                line.start,
+                line.start + len(line.text),
+                f"list marker {kind!r} differs from this list's {wanted!r}",
+            )
+        )
     return sorted(found, key=lambda problem: (problem.start, problem.rule))
 
 
@@ -230,8 +261,13 @@ def _opens_like(opening: _Line, line: _Line) -> bool:
     """Whether `line` would open a fence like `opening` (same marker, as long or longer, same indent), with a
     language."""
     outer, inner = _FENCE.match(opening.text), _opening(line.text)
-    return inner is not None and inner.group(1) == outer.group(1) and inner.group(2)[0] == outer.group(2)[0] \
-        and len(inner.group(2)) >= len(outer.group(2)) and bool(line.text[inner.end():].strip())
+    return (
+        inner is not None
+        and inner.group(1) == outer.group(1)
+        and inner.group(2)[0] == outer.group(2)[0]
+        and len(inner.group(2)) >= len(outer.group(2))
+        and bool(line.text[inner.end() :].strip())
+    )
 
 
 def _open_fence(lines: list[_Line]) -> _Line | None:
@@ -268,14 +304,16 @@ class Outline:
 
 def outline(text: str) -> Outline:
     lines = _lines(text)
-    return Outline(tuple(len(table.rows) for table in _tables(lines)),
-                   sum(1 for line in lines if line.fence),
-                   sum(1 for line in lines if not line.in_code and _list_marker(line.text)))
+    return Outline(
+        tuple(len(table.rows) for table in _tables(lines)),
+        sum(1 for line in lines if line.fence),
+        sum(1 for line in lines if not line.in_code and _list_marker(line.text)),
+    )
 
 
 def fence_languages(text: str) -> list[str]:
     """The info string of each opening fence, in order."""
-    return [line.text[_FENCE.match(line.text).end():].strip() for line in _lines(text) if line.fence == "open"]
+    return [line.text[_FENCE.match(line.text).end() :].strip() for line in _lines(text) if line.fence == "open"]
 
 
 def code_blocks(text: str) -> list[str]:

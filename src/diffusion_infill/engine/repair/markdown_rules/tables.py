@@ -63,8 +63,13 @@ def _tables(lines: list[_Line]) -> list[_Table]:
     tables, index = [], 0
     while index + 1 < len(lines):
         header, delimiter = lines[index], lines[index + 1]
-        if not header.in_code and "|" in header.text and not delimiter.in_code and _is_delimiter(delimiter.text) \
-                and _delimits(header.text, delimiter.text):
+        if (
+            not header.in_code
+            and "|" in header.text
+            and not delimiter.in_code
+            and _is_delimiter(delimiter.text)
+            and _delimits(header.text, delimiter.text)
+        ):
             end = index + 2
             while end < len(lines) and not lines[end].in_code and "|" in lines[end].text and lines[end].text.strip():
                 end += 1
@@ -109,8 +114,9 @@ def _fixed_table(table: _Table) -> list[str]:
 
 def _padded_rows(lines: list[_Line]) -> dict[int, str]:
     """Each table row with the table's column count, by the offset of the line it replaces."""
-    return {row.start: new for table in _tables(lines)
-            for row, new in zip(table.rows, _fixed_table(table), strict=True)}
+    return {
+        row.start: new for table in _tables(lines) for row, new in zip(table.rows, _fixed_table(table), strict=True)
+    }
 
 
 def pad_tables(text: str) -> str:
@@ -133,6 +139,9 @@ def empty_cells(text: str) -> list[int]:
         for position, row in enumerate(table.rows):
             if position == 1:  # the delimiter row is structure, not content
                 continue
-            offsets += [row.start + min(start + 1, end) for start, end in _cell_spans(row.text)
-                        if not row.text[start:end].strip()]
+            offsets += [
+                row.start + min(start + 1, end)
+                for start, end in _cell_spans(row.text)
+                if not row.text[start:end].strip()
+            ]
     return offsets
