@@ -24,7 +24,7 @@ from transformers.generation.streamers import BaseStreamer
 from diffusion_infill.engine.checkpoint import ModelLoadError
 from diffusion_infill.engine.completion.confidence import Calibration, assess
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
-from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.devices import pick_device
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
@@ -167,16 +167,8 @@ class AutoregressiveEngine:
     ) -> Iterator[Draft]:
         """Yields a Draft per forward pass (one token each), then a final closure-valid one.
         `start_text` is unused: greedy decoding has nothing to warm-start."""
-        spec, ids = self.loaded.spec, self.loaded.ids
-        context = encode_context(
-            self.loaded.tokenizer,
-            ids.bos,
-            request.prefix,
-            request.suffix,
-            spec.max_prefix,
-            spec.suffix_head,
-            context_tokens=spec.context_tokens,
-        )
+        ids = self.loaded.ids
+        context = encode_for(self.loaded, request.prefix, request.suffix)
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
         options = self._generate_options(context, len(prompt), request.prefix)

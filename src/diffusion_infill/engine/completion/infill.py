@@ -22,7 +22,7 @@ from diffusion_infill.engine.completion import judge, line_drafts
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, assess
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
-from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.completion.sampler import PassLog, SlotBan, SlotVocabulary, Step, denoise
 from diffusion_infill.engine.drafts import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
@@ -151,15 +151,7 @@ class InfillEngine:
     def _begin(self, request: InfillRequest, start_text: str | None) -> _Completion:
         """The prefix encoded (its cache reused where it can be) and the first canvas laid out."""
         spec, ids = self.loaded.spec, self.loaded.ids
-        context = encode_context(
-            self.loaded.tokenizer,
-            ids.bos,
-            request.prefix,
-            request.suffix,
-            spec.max_prefix,
-            spec.suffix_head,
-            context_tokens=spec.context_tokens,
-        )
+        context = encode_for(self.loaded, request.prefix, request.suffix)
         started = time.perf_counter()
         cache = self.prefix_cache.encode(self.loaded.model, context.prefix_ids)
         prefill_ms = (time.perf_counter() - started) * 1000

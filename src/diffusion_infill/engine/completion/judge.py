@@ -22,7 +22,7 @@ import torch
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.line_drafts import Candidate
-from diffusion_infill.engine.completion.prefix import EncodedContext, encode_context, healing_candidates
+from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.completion.sampler import softcapped_logits
 from diffusion_infill.engine.drafts import InfillRequest
 
@@ -50,15 +50,7 @@ class Judge:
     def __init__(self, engine, request: InfillRequest):
         self.loaded = engine.loaded
         spec, ids = self.loaded.spec, self.loaded.ids
-        self.context: EncodedContext = encode_context(
-            self.loaded.tokenizer,
-            ids.bos,
-            request.prefix,
-            request.suffix,
-            spec.max_prefix,
-            spec.suffix_head,
-            context_tokens=spec.context_tokens,
-        )
+        self.context: EncodedContext = encode_for(self.loaded, request.prefix, request.suffix)
         self.cache = engine.prefix_cache.encode(self.loaded.model, self.context.prefix_ids)
         slots = engine.settings.max_gap_tokens or spec.gap_slots
         self.layout = canvas_layout.completion_canvas(self.context.suffix_ids, slots, spec.suffix_head, ids)

@@ -81,6 +81,23 @@ def encode_context(
     return EncodedContext(ids, healed, suffix_ids[:suffix_tokens])
 
 
+def encode_for(loaded, prefix: str, suffix: str, heal: bool = True) -> EncodedContext:
+    """`encode_context` with a loaded checkpoint's tokenizer, BOS and sizes: a diffusion checkpoint's
+    (engine.loading.LoadedModel) or the baseline's, which both carry `tokenizer`, `ids.bos` and
+    `spec.max_prefix`, `spec.suffix_head`, `spec.context_tokens`."""
+    spec = loaded.spec
+    return encode_context(
+        loaded.tokenizer,
+        loaded.ids.bos,
+        prefix,
+        suffix,
+        spec.max_prefix,
+        spec.suffix_head,
+        heal=heal,
+        context_tokens=spec.context_tokens,
+    )
+
+
 @lru_cache(maxsize=4)
 def _token_texts(tokenizer) -> tuple[str, ...]:
     return tuple(tokenizer.decode([i]) for i in range(len(tokenizer)))

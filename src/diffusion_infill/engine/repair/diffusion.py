@@ -20,7 +20,7 @@ import torch
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.infill import PrefixCache
-from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.completion.prefix import encode_for
 from diffusion_infill.engine.completion.sampler import DenoiseSettings, denoise
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.repair.spans import Span, merge
@@ -73,16 +73,7 @@ class DiffusionRepairer:
             cursor = span.end
         known_texts.append(text[cursor:])
         segments.append(self._encode(text[cursor:]))
-        context = encode_context(
-            self.loaded.tokenizer,
-            ids.bos,
-            before,
-            after,
-            spec.max_prefix,
-            spec.suffix_head,
-            heal=False,
-            context_tokens=spec.context_tokens,
-        )
+        context = encode_for(self.loaded, before, after, heal=False)
         segments.append(canvas_layout.suffix_head(context.suffix_ids, spec.suffix_head, ids))
         layout = canvas_layout.build(segments, ids.mask)
         if len(layout) > self.settings.max_canvas:
