@@ -398,7 +398,7 @@ def summarize(tally: Tally, characters: int) -> dict:
     counts, per_100 = tally.counts, 100 / max(characters, 1)
     latencies = tally.latencies_ms or [0.0]
     return {
-        **{key: counts[key] for key in ("requests", "shown", "accepted")},
+        **{key: counts[key] for key in COUNTS[:3]},  # requests, shown, accepted
         "acceptance_rate": round(counts["accepted"] / counts["shown"], 3) if counts["shown"] else None,
         "chars_saved_per_100": round(tally.chars_saved * per_100, 2),
         "wrong_shown_per_100": round((counts["shown"] - counts["accepted"]) * per_100, 2),
@@ -406,17 +406,7 @@ def summarize(tally: Tally, characters: int) -> dict:
         "latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "cpu_ms_per_100": round(tally.cpu_s * 1000 * per_100, 1),
         "chars_saved_whole_per_100": round(tally.chars_saved_whole * per_100, 2),
-        **{
-            key: counts[key]
-            for key in (
-                "accepted_line",
-                "accepted_word",
-                "late",
-                "errors",
-                "answered_without_model",
-                "answered_without_run",
-            )
-        },
+        **{key: counts[key] for key in COUNTS[3:]},
         "latency_ms_mean": round(statistics.fmean(latencies), 1),
         "shown_by_source": dict(tally.shown_by_source),
         "accepted_by_source": dict(tally.accepted_by_source),

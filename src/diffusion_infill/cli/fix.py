@@ -167,28 +167,12 @@ def main(args: argparse.Namespace) -> int:
         from diffusion_infill.engine.remote.client import RemoteRepairer
         from diffusion_infill.engine.settings import EngineSettings
 
-        return run(
-            Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), ""),
-            args.path,
-            text,
-            selection,
-            kind,
-            args.json,
-            args.write,
-            ranged=ranged,
-        )
-    from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
+        fixer = Fixer(RemoteRepairer(remote.connect(server, EngineSettings(), args.seed)), "")
+    else:
+        from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
 
-    loaded = load_model(args)
-    canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
-    repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-    return run(
-        Fixer(repairer, f"{loaded.source} was not trained on the infill canvas"),
-        args.path,
-        text,
-        selection,
-        kind,
-        args.json,
-        args.write,
-        ranged=ranged,
-    )
+        loaded = load_model(args)
+        canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
+        repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
+        fixer = Fixer(repairer, f"{loaded.source} was not trained on the infill canvas")
+    return run(fixer, args.path, text, selection, kind, args.json, args.write, ranged=ranged)
