@@ -96,6 +96,17 @@ async def test_resolving_after_the_document_closed_fails(editor):
     assert failure.value.code == REQUEST_FAILED and "closed" in failure.value.message
 
 
+async def test_a_document_reopened_at_version_1_is_not_offered_the_old_texts_fix(editor):
+    uri, action = await offered_fix(editor, BROKEN)
+    await resolve(editor, action)  # kept for this URI at version 1
+    editor.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    other = BROKEN.replace("demo", "test")  # the same length: the same whole-document target
+    editor.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "json", 1, other)))
+    again = titled(await code_actions(editor, uri, action.diagnostics[0].range, action.diagnostics), FIX_JSON)
+    fixed, _ = applied(other, again if again.edit is not None else await resolve(editor, again), uri)
+    assert json.loads(fixed) == {"name": "test", "tags": ["a", "b"]}
+
+
 async def test_no_valid_fix_fails_to_resolve_with_the_reason_then_is_offered_disabled(editor):
     # Punctuation with no value in it, too long for a repair canvas: no candidate can be valid.
     records = "\n".join([": , ] :: ,"] * 200)

@@ -142,3 +142,56 @@ async def test_shutdown_stops_the_running_computation_and_the_worker_ends(server
     await computing
     assert logged(caplog, "stopped diagnosing") == [1] and server.sent == []
     assert await appears(lambda: not running(worker), 30), "the worker outlived its publisher"
+
+
+async def test_a_document_closed_and_reopened_meanwhile_gets_none_of_the_old_texts_diagnostics(
+    server, publisher, caplog
+):
+    document = server.documents.open("file:///reopened.md", "markdown", 1, SLOW_MARKDOWN)
+    publisher.schedule(document)
+    computing = publisher._pending[document.uri]
+    await until_logged(caplog, "diagnosing", 1)
+    server.documents.close(document.uri)
+    publisher.forget(document)
+    reopened = server.documents.open(document.uri, "markdown", 1, "# Valid\n")  # versions start again at 1
+    publisher.schedule(reopened)
+    await computing  # the Markdown rules run to their end: the same URI and version, another text
+    await publisher._pending[document.uri]
+    assert logged(caplog, "diagnosed") == [1, 1]
+    assert [(params.version, len(params.diagnostics)) for params in server.sent] == [(None, 0), (1, 0)]
+
+
+async def test_nothing_is_published_after_shutdown(server, publisher, caplog):
+    document = server.documents.open("file:///late.md", "markdown", 1, SLOW_MARKDOWN)
+    publisher.schedule(document)
+    computing = publisher._pending[document.uri]
+    await until_logged(caplog, "diagnosing", 1)
+    publisher.shutdown()
+    await computing
+    assert logged(caplog, "diagnosed") == [1] and server.sent == []
+
+
+async def test_a_worker_that_died_between_computations_is_replaced_before_the_next(server, publisher, caplog):
+    document = server.documents.open("file:///idle.json", "json", 1, '{"a": ')
+    before = workers(os.getpid())
+    publisher.schedule(document)
+    await publisher._pending[document.uri]
+    [worker] = workers(os.getpid()) - before
+    os.kill(worker, signal.SIGKILL)
+    assert await appears(lambda: not running(worker), 30)
+    edit(document, '{"b": ')
+    publisher.schedule(document)
+    await publisher._pending[document.uri]
+    assert [(params.version, bool(params.diagnostics)) for params in server.sent] == [(1, True), (2, True)]
+    assert [r.levelno for r in caplog.records if r.levelno >= logging.WARNING] == [logging.WARNING]
+
+
+async def test_a_document_reopened_in_another_language_and_closed_leaves_nothing_to_fail(server, publisher, caplog):
+    document = server.documents.open("file:///renamed.json", "json", 1, '{"a": ')
+    publisher.schedule(document)
+    plain = server.documents.open(document.uri, "plaintext", 2, "hi")
+    publisher.schedule(plain)
+    server.documents.close(plain.uri)
+    publisher.forget(plain)
+    await asyncio.sleep(2 * diagnostics.DEBOUNCE_S)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [] and server.sent == []

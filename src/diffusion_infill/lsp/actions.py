@@ -145,6 +145,11 @@ class FixResults:
         """Another model or other settings: the kept results would no longer be what it computes."""
         self._results.clear()
 
+    def forget(self, uri: str) -> None:
+        """The document was opened or closed: a reopened one starts again at version 1, with other text."""
+        for key in [key for key in self._results if key[0] == uri]:
+            del self._results[key]
+
 
 def _looks_like_json(text: str) -> bool:
     return text.lstrip()[:1] in ("{", "[")

@@ -125,6 +125,14 @@ class _Worker:
         """The worker ends once its computation does (stopped or not); nothing waits for it."""
         self._queue.put(None)
 
+    def died_idle(self) -> bool:
+        """Whether the process ended between two computations (killed, out of memory): the courier
+        would only find out by sending it the next one, which would then be lost."""
+        if not self.alive or self._process.is_alive():
+            return False
+        log.warning("the diagnostics process ended (exit code %s); starting a new one", self._process.exitcode)
+        return True
+
     def _carry(self) -> None:
         while (item := self._queue.get()) is not None:
             future, request = item
@@ -212,6 +220,9 @@ class DiagnosisProcess:
             self._worker = None
 
     def _submit(self, serial: int, function: Callable[..., T], args: tuple) -> tuple[_Worker, Future]:
+        if self._worker is not None and self._worker.died_idle():
+            self._worker.close()  # its courier, waiting for work, ends
+            self._worker = None
         if self._worker is not None and (future := self._worker.submit(serial, function, args)) is not None:
             return self._worker, future
         self._worker = _Worker(self._context)  # the first computation, or the one after a worker died

@@ -174,18 +174,18 @@ class Publisher:
 
     def schedule(self, document: Document) -> None:
         """Publishes the document's diagnostics once its edits pause; replaces a pending computation."""
+        self._cancel(document.uri)  # also when reopened in a language without diagnostics
         if self._shut_down or not handles(document):
             return
-        self._cancel(document.uri)
         task = asyncio.ensure_future(self._publish_later(document.uri))
         task.add_done_callback(_report_failure)
         self._pending[document.uri] = task  # kept when done: the next edit or the close replaces it
 
     def forget(self, document: Document) -> None:
         """The document closed: drops its pending computation and clears what the client shows."""
+        self._cancel(document.uri)
         if not handles(document):
             return
-        self._cancel(document.uri)
         self._too_large.discard(document.uri)
         self._took.pop(document.uri, None)
         self._send(document.uri, [], None)
@@ -204,7 +204,7 @@ class Publisher:
 
     async def _publish_later(self, uri: str) -> None:
         await asyncio.sleep(max(DEBOUNCE_S, self._took.get(uri, 0.0)))
-        document = self._ls.documents.get(uri)
+        document = self._ls.documents.get(uri)  # open: a close or a shutdown cancels this before it computes
         version = document.version
         if document.in_sync and self._within_limit(document):
             diagnostics = await self._computed(_payload(document, self._ls.encoding))
@@ -212,7 +212,9 @@ class Publisher:
                 return
         else:
             diagnostics = []  # also clears what was shown before the document grew or was lost track of
-        if self._version(uri) == version:
+        # Still this document's latest computation: not replaced by an edit, a close (a reopened
+        # document starts again at version 1, so the version alone cannot tell), or the shutdown.
+        if self._pending.get(uri) is asyncio.current_task() and self._version(uri) == version:
             self._send(uri, diagnostics, version)
 
     async def _computed(self, payload: Payload) -> list[types.Diagnostic] | None:

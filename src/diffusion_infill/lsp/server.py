@@ -341,6 +341,7 @@ def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
     ls.runs.invalidate(item.uri)
+    ls.fixes.forget(item.uri)
     ls.diagnostics.schedule(document)
 
 
@@ -360,6 +361,7 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
 
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.runs.invalidate(params.text_document.uri)
+    ls.fixes.forget(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
     if document is not None:
         ls.diagnostics.forget(document)
