@@ -1,14 +1,16 @@
 """Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK."""
 
+import random
 import tracemalloc
 from unittest import mock
 
 import pytest
 from lsprotocol.types import Position, Range, TextDocumentContentChangePartial, TextDocumentContentChangeWholeDocument
 
-from diffusion_infill.lsp import positions
+from diffusion_infill.lsp import positions, rope
 from diffusion_infill.lsp.documents import Documents, UnknownDocument
 from diffusion_infill.lsp.positions import UTF8, UTF16, UTF32, Lines, PositionError
+from diffusion_infill.lsp.rope import Rope
 
 # "😀" is 1 code point, 2 UTF-16 units, 4 UTF-8 bytes; "中" is 1, 1, 3.
 TEXT = "a😀中b\r\nsecond\x0cline\u2028same\nlast"
@@ -139,3 +141,46 @@ def test_a_keystroke_in_a_file_of_240000_lines_copies_a_block_of_line_starts_not
         tracemalloc.stop()
     assert len(edited) == 240_002 and edited.line(120_000) == "y" and edited.line(120_001) == "x = 1"
     assert peak < 3 * 2 * positions.BLOCK * 8 + 100_000  # all starts would be 1.9 MB, twice
+
+
+def test_positions_in_a_rope_are_those_in_the_str_after_every_edit(monkeypatch):
+    monkeypatch.setattr(rope, "PIECE", 3)  # lines across many pieces, counts kept across edits
+    generator, text = random.Random(11), "a😀中b\r\nsecond 😀😀 line\nlast中"
+    kept = Rope(text)
+    for _ in range(60):
+        start = generator.randrange(len(text) + 1)
+        end = min(len(text), start + generator.choice([0, 1, 3]))
+        inserted = generator.choice(["", "y", "😀", "中x", "\n"])
+        text, kept = text[:start] + inserted + text[end:], kept.replaced(start, end, inserted)
+        lines, reference = Lines(kept), Lines(text)
+        for encoding in (UTF8, UTF16):
+            for offset in range(len(text) + 1):
+                assert lines.position(offset, encoding) == reference.position(offset, encoding)
+            for line in range(len(reference)):
+                for character in range(4 * len(reference.line(line)) + 2):
+                    try:
+                        expected = reference.offset(Position(line, character), encoding)
+                    except PositionError:
+                        with pytest.raises(PositionError):
+                            lines.offset(Position(line, character), encoding)
+                        continue
+                    assert lines.offset(Position(line, character), encoding) == expected
+
+
+def test_a_keystroke_at_the_end_of_a_long_line_with_an_emoji_encodes_a_piece_not_the_line():
+    documents = Documents()
+    text = "😀" + "a" * 2_000_000
+    documents.open("file:///long.json", "json", 1, text)
+    end = Position(0, 2 + 2_000_000)
+    assert documents.get("file:///long.json").lines.position(len(text), UTF16) == end  # pieces counted once
+    tracemalloc.start()
+    try:
+        typed = TextDocumentContentChangePartial(range=Range(end, end), text="b")
+        documents.change("file:///long.json", 2, [typed], UTF16)
+        lines = documents.get("file:///long.json").lines
+        after = Position(0, end.character + 1)
+        assert lines.offset(after, UTF16) == len(text) + 1 and lines.position(len(text) + 1, UTF16) == after
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 500_000  # the line in UTF-16 is 4 MB

@@ -10,6 +10,7 @@ line number after them (pygls' own text document uses it, hence this module).
 from __future__ import annotations
 
 from bisect import bisect_right
+from functools import partial
 from itertools import accumulate
 
 import numpy as np
@@ -32,6 +33,17 @@ def units(text: str, encoding: str) -> int:
         return len(text)
     codec, width = _CODECS[encoding]
     return len(text.encode(codec, "surrogatepass")) // width
+
+
+_COUNTS = {UTF8: partial(units, encoding=UTF8), UTF16: partial(units, encoding=UTF16)}  # Rope.count's keys
+
+
+def _units_between(text: str | Rope, start: int, end: int, encoding: str) -> int:
+    """`units(text[start:end], encoding)`; on a rope, a long line's whole pieces are counted once, not
+    encoded again at every keystroke."""
+    if isinstance(text, Rope):
+        return text.count(start, end, _COUNTS[encoding])
+    return units(text[start:end], encoding)
 
 
 def _starts_after_breaks(text: str | Rope, low: int, high: int) -> np.ndarray:
@@ -138,6 +150,8 @@ class Lines:
         start, end, column = self.start(position.line), self.end(position.line), position.character
         if encoding == UTF32 or self.text.isascii():
             return min(start + column, end)
+        if isinstance(self.text, Rope):  # past the whole pieces before the column, counted once
+            start, column = self.text.skip(start, end, column, _COUNTS[encoding])
         head = self.text[start : min(start + column, end)]  # every code point is at least one unit
         codec, width = _CODECS[encoding]
         encoded = head.encode(codec, "surrogatepass")
@@ -147,7 +161,7 @@ class Lines:
             return start + len(encoded[: column * width].decode(codec))
         except UnicodeDecodeError:
             raise PositionError(
-                f"character {column} of line {position.line} falls inside a character ({encoding})"
+                f"character {position.character} of line {position.line} falls inside a character ({encoding})"
             ) from None
 
     def position(self, offset: int, encoding: str) -> Position:
@@ -159,5 +173,5 @@ class Lines:
         # An offset between "\r" and "\n" is not a position; it belongs to the line's end.
         column = min(offset, self.end(line)) - start
         if encoding != UTF32 and not self.text.isascii():
-            column = units(self.text[start : start + column], encoding)
+            column = _units_between(self.text, start, start + column, encoding)
         return Position(line=line, character=column)

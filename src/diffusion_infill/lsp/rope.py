@@ -11,9 +11,11 @@ Slicing a rope gives a `str`: the completion window, a selection, a line.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from itertools import accumulate
 
 PIECE = 16_384  # characters: a keystroke copies at most about two pieces
+Count = Callable[[str], int]  # what a text takes in some unit (UTF-16 code units): the sum of its pieces'
 
 
 def _cut(text: str) -> list[str]:
@@ -24,13 +26,14 @@ def _cut(text: str) -> list[str]:
 class Rope:
     """An immutable text in pieces; `str(rope)` joins them."""
 
-    __slots__ = ("pieces", "_starts", "_ascii")
+    __slots__ = ("pieces", "_starts", "_ascii", "_counts")
 
     def __init__(self, text: str = "", pieces: tuple[str, ...] | None = None):
         self.pieces: tuple[str, ...] = tuple(_cut(text)) if pieces is None else pieces
         # the offset of each piece's first character, and the length of the text last
         self._starts = [0, *accumulate(map(len, self.pieces))]
         self._ascii: bool | None = None
+        self._counts: dict[Count, list[int | None]] = {}  # per Count: each piece's, once asked for
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -75,7 +78,45 @@ class Rope:
         middle = head + inserted + tail
         # A piece grows by what is typed into it until it is twice PIECE long, then is cut again.
         new = [middle] if len(middle) <= 2 * PIECE else _cut(middle)
-        edited = Rope(pieces=(*self.pieces[:first], *(piece for piece in new if piece), *self.pieces[last + 1 :]))
+        new = [piece for piece in new if piece]
+        edited = Rope(pieces=(*self.pieces[:first], *new, *self.pieces[last + 1 :]))
         if self._ascii and inserted.isascii():
             edited._ascii = True  # known without asking every piece again
+        for count, counts in self._counts.items():  # the untouched pieces keep theirs
+            edited._counts[count] = [*counts[:first], *[None] * len(new), *counts[last + 1 :]]
         return edited
+
+    def _counted(self, first: int, last: int, count: Count) -> list[int]:
+        """The counts of pieces first..last-1, counted where not yet known."""
+        counts = self._counts.setdefault(count, [None] * len(self.pieces))
+        if None in counts[first:last]:
+            for index in range(first, last):
+                if counts[index] is None:
+                    counts[index] = count(self.pieces[index])
+        return counts[first:last]
+
+    def count(self, start: int, end: int, count: Count) -> int:
+        """`count(self[start:end])`, counting only the parts of the pieces at either end: the whole
+        pieces between them are counted once and remembered, in this rope and those edited from it."""
+        if start >= end:
+            return 0
+        first, last = self._piece(start), self._piece(end - 1)
+        if first == last:
+            return count(self[start:end])
+        inside = sum(self._counted(first + 1, last, count))
+        return count(self[start : self._starts[first + 1]]) + inside + count(self[self._starts[last] : end])
+
+    def skip(self, start: int, end: int, budget: int, count: Count) -> tuple[int, int]:
+        """From `start`, past the rest of its piece and then whole pieces, each only if it ends by `end`
+        and its count still fits in `budget`: the offset reached and the budget left (what remains is
+        within the next piece: the caller's to count)."""
+        index = self._piece(start)
+        if start > self._starts[index]:  # the rest of the piece `start` is in
+            if self._starts[index + 1] > end or (part := count(self[start : self._starts[index + 1]])) > budget:
+                return start, budget
+            start, budget, index = self._starts[index + 1], budget - part, index + 1
+        ending = bisect_right(self._starts, end) - 1  # pieces before this one end by `end`
+        sums = list(accumulate(self._counted(index, max(index, ending), count)))
+        if taken := bisect_right(sums, budget):  # the whole pieces that fit
+            start, budget = self._starts[index + taken], budget - sums[taken - 1]
+        return start, budget
