@@ -16,7 +16,7 @@ def test_the_big_documents_bench_prints_one_json_object_with_every_document():
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    for name in ("small", "python_20k_lines", "python_5mb", "json_10mb_one_line"):
+    for name in ("small", "python_20k_lines", "python_5mb", "json_10mb_one_line", "json_10mb_one_line_non_ascii"):
         assert result[name]["keystrokes"] == 3 and result[name]["ms_p95"] > 0
     assert 0 < result["json_10mb_one_line"]["diagnostics_published"] <= 301
     assert result["server_peak_rss_mb"] > 0 and result["diagnostics_process_peak_rss_mb"] > 0

@@ -2,16 +2,18 @@
 
 One `diffusion-infill serve` session on stdio, without a model (its load fails at once, so
 no denoising run adds its time: what is measured is the server's own work). Documents: a
-small Python file, a 20,000-line Python file, a 5 MB Python file and a 10 MB one-line JSON
-file with damage every few kilobytes. In each, a keystroke is typed at a time (at the end
-of the JSON's one long line, in the middle of the Python files): a didChange that inserts
-one character, then an Automatic `textDocument/inlineCompletion` at the new cursor, timed
-from sending the change to receiving the answer (the server handles messages in order, so
-the answer comes after the change is applied). Diagnostics: the seconds from opening the
-JSON file to its publishDiagnostics and how many were published; meanwhile keystrokes in the
-small file are timed again (what diagnostics of a big file cost typing elsewhere). Peak RSS
-(VmHWM) is the server process's, and apart its diagnostics process's (None when it has none).
-Prints one JSON object on the last line.
+small Python file, a 20,000-line Python file, a 5 MB Python file, a 10 MB one-line JSON
+file with damage every few kilobytes, and the same JSON file with an emoji at its start (a
+line outside ASCII: LSP columns count UTF-16 code units there, not characters). In each, a
+keystroke is typed at a time (at the end of the JSON files' one long line, in the middle of
+the Python files): a didChange that inserts one character, then an Automatic
+`textDocument/inlineCompletion` at the new cursor, timed from sending the change to receiving
+the answer (the server handles messages in order, so the answer comes after the change is
+applied). Diagnostics: the seconds from opening a JSON file to its publishDiagnostics and how
+many were published; meanwhile keystrokes in the small file are timed again (what
+diagnostics of a big file cost typing elsewhere). Peak RSS (VmHWM) is the server process's,
+and apart its diagnostics process's (None when it has none). Prints one JSON object on the
+last line.
 
     python -m diffusion_infill.bench.big --keystrokes 40
 """
@@ -73,13 +75,15 @@ def cases(scale: float) -> list[Case]:
     lines_20k = python_file(int(20_000 / PYTHON_BLOCK.count("\n") * len(PYTHON_BLOCK) * scale))
     python_5mb = python_file(int(5_000_000 * scale))
     json_10mb = broken_json_line(int(10_000_000 * scale), damage_every=50)
+    json_emoji = '["\U0001f600",' + json_10mb[1:]
     middle = lambda text: text.index("result = []", len(text) // 2)  # noqa: E731
     return [
         Case("small", "python", small, middle(small)),
         Case("python_20k_lines", "python", lines_20k, middle(lines_20k)),
         Case("python_5mb", "python", python_5mb, middle(python_5mb)),
-        Case("json_10mb_one_line", "json", json_10mb, len(json_10mb) - 1),
-    ]  # before the closing bracket
+        Case("json_10mb_one_line", "json", json_10mb, len(json_10mb) - 1),  # before the closing bracket
+        Case("json_10mb_one_line_non_ascii", "json", json_emoji, len(json_emoji) - 1),
+    ]
 
 
 class Session:
@@ -178,9 +182,9 @@ def _peak_rss_mb(pid: int) -> float:
 
 
 def _position(text: str, offset: int) -> types.Position:
-    """The UTF-16 position of `offset` (the bench's documents are ASCII)."""
-    line = text.count("\n", 0, offset)
-    return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
+    """The UTF-16 position of `offset`."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return types.Position(text.count("\n", 0, offset), len(text[line_start:offset].encode("utf-16-le")) // 2)
 
 
 def _right(at: types.Position, characters: int) -> types.Position:
