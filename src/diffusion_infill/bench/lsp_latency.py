@@ -76,6 +76,18 @@ def embedded_model_copy(directory: Path) -> Path:
 ENGINE_EVERY_TIME = {"documentDrafts": False, "quietAfter": ""}
 
 
+def run_header(model: Path | None) -> dict:
+    """The keys a server benchmark's JSON starts with: when, which model (None: the embedded one) at which
+    training step, on how many CPUs."""
+    recipe = (model or EMBEDDED_MODEL) / "recipe.json"
+    return {
+        "date": datetime.date.today().isoformat(),
+        "model": str(model or "embedded"),
+        "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
+        "cpus": os.cpu_count(),
+    }
+
+
 async def start_server(
     client: LanguageClient, model: Path, telemetry: Path, options: dict, *extra: str, verbose: bool = False, **process
 ) -> None:
@@ -162,14 +174,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model = args.model or embedded_model_copy(Path(scratch))
         result = asyncio.run(measure(model, cases, options))
-    recipe = model / "recipe.json" if args.model else EMBEDDED_MODEL / "recipe.json"
     print(
         json.dumps(
             {
-                "date": datetime.date.today().isoformat(),
-                "model": str(args.model or "embedded"),
-                "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
-                "cpus": os.cpu_count(),
+                **run_header(args.model),
                 "settings": options["diffusionInfill"],
                 **result,
             }

@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import datetime
 import json
 import os
 import re
@@ -70,9 +69,9 @@ from diffusion_infill.bench.lsp_latency import (
     embedded_model_copy,
     end_position,
     request,
+    run_header,
     start_server,
 )
-from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.training.probes import Probe, held_out_line_cases
 
 KEYSTROKES = 30
@@ -378,18 +377,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-steps", type=int, help="denoising steps at most (default: the engine's)")
     args = parser.parse_args(argv)
     result = run(args.cases, args.model, args.keystrokes, args.interval_ms, args.max_steps)
-    recipe = (args.model or EMBEDDED_MODEL) / "recipe.json"
-    print(
-        json.dumps(
-            {
-                "date": datetime.date.today().isoformat(),
-                "model": str(args.model or "embedded"),
-                "model_step": json.loads(recipe.read_text()).get("step") if recipe.exists() else None,
-                "cpus": os.cpu_count(),
-                **result,
-            }
-        )
-    )
+    print(json.dumps({**run_header(args.model), **result}))
 
 
 if __name__ == "__main__":
