@@ -1,11 +1,13 @@
 """A document's text as a row of pieces, so that an edit costs the size of the edit, not of the document.
 
-A Python `str` is immutable: replacing one character of a 10 MB document in place of a `str`
-allocates and copies 10 MB (milliseconds a keystroke, and more when the allocator has to map
-fresh pages). A `Rope` keeps the text as pieces of at most `PIECE` characters: an edit makes a
-new rope that shares every piece but the one or two it touches, so earlier versions stay valid
-(a diagnostic computed for version 3 still reads version 3) and nothing is copied twice.
-Slicing a rope gives a `str`: the completion window, a selection, a line.
+A Python `str` is immutable: replacing one character of a 10 MB `str` allocates and copies
+10 MB (milliseconds a keystroke, and more when the allocator has to map fresh pages). A `Rope`
+keeps the text as pieces of at most `PIECE` characters: an edit makes a new rope that shares
+every piece but the one or two it touches, so earlier versions stay valid (a diagnostic computed
+for version 3 still reads version 3) and nothing is copied twice. Slicing a rope gives a `str`:
+the completion window, a selection, a line. What each piece takes in UTF-16 or UTF-8 is counted
+once and kept across edits (`count`, `skip`): LSP columns count those units, and a long line
+outside ASCII would otherwise be encoded again at every keystroke.
 """
 
 from __future__ import annotations
