@@ -79,8 +79,7 @@ class Rope:
         tail = self.pieces[last][end - self._starts[last] :]
         middle = head + inserted + tail
         # A piece grows by what is typed into it until it is twice PIECE long, then is cut again.
-        new = [middle] if len(middle) <= 2 * PIECE else _cut(middle)
-        new = [piece for piece in new if piece]
+        new = [middle] if 0 < len(middle) <= 2 * PIECE else _cut(middle)  # _cut("") is no piece
         edited = Rope(pieces=(*self.pieces[:first], *new, *self.pieces[last + 1 :]))
         if self._ascii and inserted.isascii():
             edited._ascii = True  # known without asking every piece again
