@@ -20,3 +20,10 @@ def test_the_big_documents_bench_prints_one_json_object_with_every_document():
         assert result[name]["keystrokes"] == 3 and result[name]["ms_p95"] > 0
     assert 0 < result["json_10mb_one_line"]["diagnostics_published"] <= 301
     assert result["server_peak_rss_mb"] > 0 and result["diagnostics_process_peak_rss_mb"] > 0
+
+
+def test_a_bad_option_is_one_line_and_exit_2():
+    run = subprocess.run(
+        [sys.executable, "-m", "diffusion_infill.bench.big", "--keystrokes", "0"], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "expected a positive integer" in run.stderr and "Traceback" not in run.stderr

@@ -35,6 +35,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffusion_infill.bench.metrics import percentile
+from diffusion_infill.cli.inputs import positive_float, positive_int
 
 PYTHON_BLOCK = '''
 def scale(values, factor=2):
@@ -76,7 +77,11 @@ def cases(scale: float) -> list[Case]:
     python_5mb = python_file(int(5_000_000 * scale))
     json_10mb = broken_json_line(int(10_000_000 * scale), damage_every=50)
     json_emoji = '["\U0001f600",' + json_10mb[1:]
-    middle = lambda text: text.index("result = []", len(text) // 2)  # noqa: E731
+
+    def middle(text: str) -> int:  # the first block after the middle; the last in a file too small to have one
+        found = text.find("result = []", len(text) // 2)
+        return found if found != -1 else text.rindex("result = []")
+
     return [
         Case("small", "python", small, middle(small)),
         Case("python_20k_lines", "python", lines_20k, middle(lines_20k)),
@@ -239,8 +244,10 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keystrokes", type=int, default=40, help="keystrokes timed per document")
-    parser.add_argument("--scale", type=float, default=1.0, help="document sizes times this (tests use small ones)")
+    parser.add_argument("--keystrokes", type=positive_int, default=40, help="keystrokes timed per document")
+    parser.add_argument(
+        "--scale", type=positive_float, default=1.0, help="document sizes times this (tests use small ones)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     results = asyncio.run(measure(cases(args.scale), args.keystrokes))
