@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import threading
+import typing
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import accumulate
@@ -20,39 +21,14 @@ from pathlib import PurePath
 
 import tree_sitter_javascript
 import tree_sitter_json
+import tree_sitter_language_pack
 import tree_sitter_markdown
 import tree_sitter_python
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-_EXTENSIONS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".json": "json",
-    ".jsonc": "json",
-    ".md": "markdown",
-    ".markdown": "markdown",
-}
-
-_LANGUAGE_IDS = {
-    "python": "python",
-    "javascript": "javascript",
-    "javascriptreact": "javascript",
-    "typescript": "typescript",
-    "typescriptreact": "tsx",
-    "json": "json",
-    "jsonc": "json",
-    "markdown": "markdown",
-}
-
+# The first languages checked keep their own grammar packages (and so their results);
+# tree-sitter-language-pack brings every other grammar it ships.
 _GRAMMARS: dict[str, Callable[[], object]] = {
     "python": tree_sitter_python.language,
     "javascript": tree_sitter_javascript.language,
@@ -62,7 +38,119 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
     "markdown": tree_sitter_markdown.language,
 }
 
-LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)
+# The pack's COBOL parser never returns, even on "x", and a parse cannot be interrupted.
+_BROKEN_PACK_GRAMMARS = frozenset({"cobol"})
+_PACK_GRAMMARS = tuple(
+    name
+    for name in typing.get_args(tree_sitter_language_pack.SupportedLanguage)
+    if name not in _GRAMMARS and name not in _BROKEN_PACK_GRAMMARS
+)
+
+LANGUAGES: tuple[str, ...] = (*_GRAMMARS, *_PACK_GRAMMARS)
+_LANGUAGE_SET = frozenset(LANGUAGES)
+
+# Extensions (lower case) and whole file names, per grammar; an extension that two
+# common languages share (.m: Objective-C and MATLAB, .v: Verilog and V) names neither.
+_FILES: dict[str, tuple[str, ...]] = {
+    "python": (".py", ".pyi"),
+    "javascript": (".js", ".mjs", ".cjs", ".jsx"),
+    "typescript": (".ts", ".mts", ".cts"),
+    "tsx": (".tsx",),
+    "json": (".json", ".jsonc"),
+    "markdown": (".md", ".markdown"),
+    "bash": (".sh", ".bash"),
+    "bibtex": (".bib",),
+    "c": (".c", ".h"),
+    "clojure": (".clj", ".cljs", ".cljc", ".edn"),
+    "cmake": (".cmake", "CMakeLists.txt"),
+    "commonlisp": (".lisp",),
+    "cpp": (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++"),
+    "csharp": (".cs",),
+    "css": (".css",),
+    "cuda": (".cu", ".cuh"),
+    "dart": (".dart",),
+    "dockerfile": (".dockerfile", "Dockerfile", "Containerfile"),
+    "elixir": (".ex", ".exs"),
+    "elm": (".elm",),
+    "erlang": (".erl", ".hrl"),
+    "fish": (".fish",),
+    "fortran": (".f90", ".f95", ".f03", ".f08"),
+    "fsharp": (".fs", ".fsx"),
+    "gdscript": (".gd",),
+    "gleam": (".gleam",),
+    "glsl": (".glsl", ".vert", ".frag"),
+    "go": (".go",),
+    "gomod": ("go.mod",),
+    "graphql": (".graphql", ".gql"),
+    "groovy": (".groovy", ".gradle"),
+    "haskell": (".hs",),
+    "hcl": (".hcl",),
+    "html": (".html", ".htm"),
+    "ini": (".ini",),
+    "java": (".java",),
+    "julia": (".jl",),
+    "kotlin": (".kt", ".kts"),
+    "latex": (".tex",),
+    "lua": (".lua",),
+    "make": (".mk", "Makefile", "makefile", "GNUmakefile"),
+    "meson": ("meson.build",),
+    "nim": (".nim",),
+    "ninja": (".ninja",),
+    "nix": (".nix",),
+    "ocaml": (".ml",),
+    "ocaml_interface": (".mli",),
+    "odin": (".odin",),
+    "pascal": (".pas",),
+    "perl": (".pl", ".pm"),
+    "php": (".php",),
+    "powershell": (".ps1", ".psm1"),
+    "properties": (".properties",),
+    "proto": (".proto",),
+    "puppet": (".pp",),
+    "r": (".r",),
+    "racket": (".rkt",),
+    "rst": (".rst",),
+    "ruby": (".rb", ".rake", ".gemspec", "Gemfile", "Rakefile"),
+    "rust": (".rs",),
+    "scala": (".scala", ".sc"),
+    "scheme": (".scm",),
+    "scss": (".scss",),
+    "solidity": (".sol",),
+    "sql": (".sql",),
+    "starlark": (".bzl", ".star"),
+    "svelte": (".svelte",),
+    "swift": (".swift",),
+    "tcl": (".tcl",),
+    "terraform": (".tf", ".tfvars"),
+    "toml": (".toml",),
+    "typst": (".typ",),
+    "vim": (".vim",),
+    "vue": (".vue",),
+    "xml": (".xml", ".xsd", ".xsl"),
+    "yaml": (".yaml", ".yml"),
+    "zig": (".zig",),
+}
+_EXTENSIONS = {name: grammar for grammar, names in _FILES.items() for name in names if name.startswith(".")}
+_FILE_NAMES = {name: grammar for grammar, names in _FILES.items() for name in names if not name.startswith(".")}
+
+# LSP languageIds (the specification's list, VS Code's and Neovim's filetypes) that are not
+# the grammar's own name; a languageId that is a grammar's name needs no entry.
+_LANGUAGE_IDS = {
+    "javascriptreact": "javascript",
+    "typescriptreact": "tsx",
+    "jsonc": "json",
+    "shellscript": "bash",
+    "sh": "bash",
+    "cs": "csharp",
+    "cuda-cpp": "cuda",
+    "delphi": "pascal",
+    "dockercompose": "yaml",
+    "git-commit": "gitcommit",
+    "makefile": "make",
+    "objective-c": "objc",
+    "tex": "latex",
+    "xsl": "xml",
+}
 
 # "${" opens a template substitution and "{|" a Flow-style exact object type;
 # both are distinct tokens that the ordinary closers end.
@@ -80,13 +168,15 @@ _ANALYSIS_CACHE_SIZE = 32
 
 
 def language_for_path(path: str) -> str | None:
-    """Language name for a file path, judged by its extension."""
-    return _EXTENSIONS.get(PurePath(path).suffix.lower())
+    """Language name for a file path, judged by its extension (or a known file name)."""
+    file = PurePath(path)
+    return _FILE_NAMES.get(file.name) or _EXTENSIONS.get(file.suffix.lower())
 
 
 def language_for_id(language_id: str) -> str | None:
     """Language name for an LSP ``languageId``."""
-    return _LANGUAGE_IDS.get(language_id)
+    language = _LANGUAGE_IDS.get(language_id, language_id)
+    return language if language in _LANGUAGE_SET else None
 
 
 @dataclass(frozen=True)
@@ -118,7 +208,7 @@ _VALID = ClosureReport(valid=True, problems=())
 
 def check(prefix: str, candidate: str, suffix: str, language: str | None) -> ClosureReport:
     """Whether inserting ``candidate`` keeps the file's syntax no worse."""
-    if language is not None and language not in _GRAMMARS:
+    if language is not None and language not in _LANGUAGE_SET:
         raise ValueError(f"unsupported language: {language!r}")
     if not candidate:
         return _VALID
@@ -238,6 +328,9 @@ class _Grammar:
     parser: Parser
     brackets: Query | None
     fences: Query | None
+    # Pack grammars have tokens that hold several brackets ("[[", "$((", "{{") or a
+    # bracket after other text ("#{", "%w("); each bracket in them counts on its own.
+    split_brackets: bool = False
     # Parsers keep per-parse state in C and must not be shared across threads.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -248,6 +341,8 @@ class _Grammar:
 
 @cache
 def _grammar(language: str) -> _Grammar:
+    if language not in _GRAMMARS:
+        return _pack_grammar(language)
     grammar = Language(_GRAMMARS[language]())
     if language in _PROSE_LANGUAGES:
         return _Grammar(Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY))
@@ -257,8 +352,30 @@ def _grammar(language: str) -> _Grammar:
     return _Grammar(Parser(grammar), brackets=Query(grammar, _alternation(tokens)), fences=None)
 
 
+def _pack_grammar(language: str) -> _Grammar:
+    grammar = tree_sitter_language_pack.get_language(language)
+    tokens = _bracket_kinds(grammar)
+    brackets = Query(grammar, _alternation(tokens)) if tokens else None  # HTML has no bracket tokens
+    return _Grammar(Parser(grammar), brackets=brackets, fences=None, split_brackets=True)
+
+
+def _bracket_kinds(grammar: Language) -> list[str]:
+    """The grammar's literal tokens that hold a bracket."""
+    kinds = (
+        grammar.node_kind_for_id(kind)
+        for kind in range(grammar.node_kind_count)
+        if not grammar.node_kind_is_named(kind) and grammar.node_kind_is_visible(kind)
+    )
+    return [kind for kind in kinds if kind and _TEXT_BRACKETS.search(_encode(kind))]
+
+
 def _alternation(tokens: Iterable[str]) -> str:
-    return "[" + " ".join(f'"{token}"' for token in dict.fromkeys(tokens)) + "] @bracket"
+    return "[" + " ".join(_query_string(token) for token in dict.fromkeys(tokens)) + "] @bracket"
+
+
+def _query_string(token: str) -> str:
+    escaped = token.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
 
 
 def _encode(text: str) -> bytes:
@@ -353,7 +470,7 @@ def _analyze(language: str | None, source: bytes) -> _Syntax:
     root = grammar.parse(source)
     return _Syntax(
         errors=_tree_errors(root),
-        brackets=_match_brackets(_bracket_tokens(grammar.brackets, root)),
+        brackets=_match_brackets(_bracket_tokens(grammar, root)),
         fences=_unclosed_fences(grammar.fences, root),
     )
 
@@ -375,17 +492,27 @@ def _tree_errors(root: Node) -> tuple[_Flaw, ...]:
     return tuple(sorted(flaws))
 
 
-def _bracket_tokens(query: Query | None, root: Node) -> list[_Token]:
+def _bracket_tokens(grammar: _Grammar, root: Node) -> list[_Token]:
     """Bracket leaf tokens in document order.
 
     Brackets inside strings and comments are part of those tokens, not leaves
     of their own, so they are skipped for free.
     """
-    if query is None:
+    if grammar.brackets is None:
         return []
-    nodes = QueryCursor(query).captures(root).get("bracket", [])
+    nodes = QueryCursor(grammar.brackets).captures(root).get("bracket", [])
     # A MISSING closer is tree-sitter's guess, not text; it is reported as an error instead.
-    return sorted((n.start_byte, n.end_byte, n.type) for n in nodes if not n.is_missing)
+    tokens = sorted((n.start_byte, n.end_byte, n.type) for n in nodes if not n.is_missing)
+    if not grammar.split_brackets:
+        return tokens
+    return [bracket for token in tokens for bracket in _each_bracket(token)]
+
+
+def _each_bracket(token: _Token) -> Iterator[_Token]:
+    """The brackets inside one token, each at its own byte ("$((" holds two)."""
+    start, _, text = token
+    for match in _TEXT_BRACKETS.finditer(_encode(text)):
+        yield start + match.start(), start + match.end(), match.group().decode()
 
 
 def _match_brackets(tokens: Iterable[_Token]) -> _Brackets:
