@@ -2,6 +2,7 @@
 
 import pytest
 
+from diffusion_infill.engine import closure
 from diffusion_infill.engine.closure import (
     LANGUAGES,
     ClosureReport,
@@ -50,15 +51,29 @@ def test_every_required_language_is_supported():
         ("README.md", "markdown"),
         ("notes.markdown", "markdown"),
         ("SHOUTING.PY", "python"),
+        ("cmd/main.go", "go"),
+        ("src/main.rs", "rust"),
+        ("zlib.h", "c"),
+        ("Main.java", "java"),
+        ("lib/set.rb", "ruby"),
+        ("build.sh", "bash"),
+        (".github/workflows/ci.yml", "yaml"),
+        ("config.yaml", "yaml"),
+        ("Makefile", "make"),
+        ("docker/Dockerfile", "dockerfile"),
     ],
 )
-def test_language_for_path_goes_by_extension(path, language):
+def test_language_for_path_goes_by_extension_or_file_name(path, language):
     assert language_for_path(path) == language
 
 
-@pytest.mark.parametrize("path", ["Makefile", "main.rs", "archive.tar.gz", ".py"])
+@pytest.mark.parametrize("path", ["archive.tar.gz", ".py", "notes.txt", "matlab_or_objc.m", "LICENSE"])
 def test_language_for_path_is_none_for_unknown_files(path):
     assert language_for_path(path) is None
+
+
+def test_every_file_name_names_a_checked_language():
+    assert set(closure._FILES) <= set(LANGUAGES)
 
 
 @pytest.mark.parametrize(
@@ -72,19 +87,45 @@ def test_language_for_path_is_none_for_unknown_files(path):
         ("json", "json"),
         ("jsonc", "json"),
         ("markdown", "markdown"),
+        # the LSP specification's ids for the languages tree-sitter-language-pack brings
+        ("shellscript", "bash"),
+        ("c", "c"),
+        ("cpp", "cpp"),
+        ("csharp", "csharp"),
+        ("go", "go"),
+        ("rust", "rust"),
+        ("java", "java"),
+        ("ruby", "ruby"),
+        ("yaml", "yaml"),
+        ("makefile", "make"),
+        ("objective-c", "objc"),
+        ("git-commit", "gitcommit"),
+        # Neovim sends its filetype
+        ("sh", "bash"),
+        ("cs", "csharp"),
     ],
 )
 def test_language_for_id_maps_lsp_language_ids(language_id, language):
     assert language_for_id(language_id) == language
 
 
-def test_language_for_id_is_none_for_unknown_ids():
-    assert language_for_id("rust") is None
+@pytest.mark.parametrize("language_id", ["plaintext", "abap", "coffeescript", "Go", "", "cobol"])
+def test_language_for_id_is_none_for_unknown_ids(language_id):
+    assert language_for_id(language_id) is None
 
 
-def test_unsupported_language_name_is_rejected():
-    with pytest.raises(ValueError, match="cobol"):
-        check("", "x", "", "cobol")
+def test_every_language_id_names_a_checked_language():
+    assert set(closure._LANGUAGE_IDS.values()) <= set(LANGUAGES)
+
+
+def test_the_pack_brings_the_languages_a_real_model_completes():
+    assert set(LANGUAGES) >= {"go", "rust", "c", "cpp", "java", "ruby", "bash", "yaml", "csharp", "kotlin", "php"}
+
+
+@pytest.mark.parametrize("language", ["klingon", "cobol"])
+def test_unsupported_language_name_is_rejected(language):
+    with pytest.raises(ValueError, match=language):
+        check("", "x", "", language)
 
 
 # Report

@@ -157,6 +157,8 @@ _LANGUAGE_IDS = {
 _PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
 _CLOSERS = frozenset(")]}")
 _TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
+_OPENERS = re.compile(r"[(\[{]")
+_CLOSERS_TEXT = re.compile(r"[)\]}]")
 
 # Markdown prose uses brackets freely ("1)", ":)"), so only fences count there.
 _PROSE_LANGUAGES = frozenset({"markdown"})
@@ -339,11 +341,20 @@ class _Grammar:
             return self.parser.parse(source).root_node
 
 
+def tree_sitter_language(language: str) -> Language:
+    """The tree-sitter grammar that ``check`` parses ``language`` with."""
+    if language not in _LANGUAGE_SET:
+        raise ValueError(f"unsupported language: {language!r}")
+    if language in _GRAMMARS:
+        return Language(_GRAMMARS[language]())
+    return tree_sitter_language_pack.get_language(language)
+
+
 @cache
 def _grammar(language: str) -> _Grammar:
     if language not in _GRAMMARS:
         return _pack_grammar(language)
-    grammar = Language(_GRAMMARS[language]())
+    grammar = tree_sitter_language(language)
     if language in _PROSE_LANGUAGES:
         return _Grammar(Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY))
     # Grammars lack some tokens (JSON has no parentheses) and a query naming
@@ -353,7 +364,7 @@ def _grammar(language: str) -> _Grammar:
 
 
 def _pack_grammar(language: str) -> _Grammar:
-    grammar = tree_sitter_language_pack.get_language(language)
+    grammar = tree_sitter_language(language)
     tokens = _bracket_kinds(grammar)
     brackets = Query(grammar, _alternation(tokens)) if tokens else None  # HTML has no bracket tokens
     return _Grammar(Parser(grammar), brackets=brackets, fences=None, split_brackets=True)
@@ -393,6 +404,8 @@ def _problems(prefix: str, candidate: str, suffix: str, language: str | None) ->
         *_blamed(before.brackets, after.brackets, splice),
         *_worsened(before.fences, after.fences, splice),
     ]
+    if language is not None and _grammar(language).split_brackets:
+        flaws += _closers_made_text(before.brackets, after.brackets, splice)
     problems = {splice.to_problem(flaw) for flaw in flaws}
     return tuple(sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind)))
 
@@ -440,6 +453,29 @@ def _outside(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -
 def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
     added = _added(before.flaws, after.flaws, splice)
     return [_blame(flaw, before, after, splice) for flaw in added]
+
+
+def _closers_made_text(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
+    """Candidate closers that took an opener whose closer in the suffix then became plain text.
+
+    In a shell, "${a}}" and "$(b))" inside a string, or "[ -n x ]]", are valid: the retyped
+    closer is a character of a word or string, so neither errors nor bracket flaws show it.
+    Only pack grammars are asked (the first six keep their results; JavaScript's template
+    `${a}}` is the same case).
+    """
+    flaws = []
+    for start, opener in after.partners.items():
+        if not splice.start <= start < splice.end or opener[0] >= splice.start:
+            continue  # not a closer of the candidate's that an opener before the cursor took
+        closed = before.partners.get(opener[0])
+        if closed is None or closed[0] < splice.start:
+            continue
+        moved = closed[0] + splice.width
+        if moved not in after.partners and not any(flaw.start == moved for flaw in after.flaws):
+            closer = after.partners[opener[0]]
+            message = f"{closer[2]!r} closes the {opener[2]!r} that the suffix already closes"
+            flaws.append(_Flaw(closer[0], closer[1], "bracket", message))
+    return flaws
 
 
 def _blame(flaw: _Flaw, before: _Brackets, after: _Brackets, splice: _Splice) -> _Flaw:
@@ -502,10 +538,26 @@ def _bracket_tokens(grammar: _Grammar, root: Node) -> list[_Token]:
         return []
     nodes = QueryCursor(grammar.brackets).captures(root).get("bracket", [])
     # A MISSING closer is tree-sitter's guess, not text; it is reported as an error instead.
-    tokens = sorted((n.start_byte, n.end_byte, n.type) for n in nodes if not n.is_missing)
+    nodes = [node for node in nodes if not node.is_missing]
     if not grammar.split_brackets:
-        return tokens
+        return sorted((n.start_byte, n.end_byte, n.type) for n in nodes)
+    # Pack grammars also use a bracket alone: a shell case pattern ends in ")", and in
+    # "${a[@]}" the "]" is part of a word. Such a bracket pairs with nothing, so only those
+    # of a node that holds both an opener and a closer count (or of an error).
+    pairing: dict[int, bool] = {}
+    paired = [node for node in nodes if _pairs_brackets(node.parent, pairing)]
+    tokens = sorted((n.start_byte, n.end_byte, n.type) for n in paired)
     return [bracket for token in tokens for bracket in _each_bracket(token)]
+
+
+def _pairs_brackets(parent: Node | None, known: dict[int, bool]) -> bool:
+    """Whether the node holds tokens that open and close brackets, or is an error (cached by node)."""
+    if parent is None or parent.is_error:
+        return True
+    if parent.id not in known:
+        tokens = "".join(child.type for child in parent.children if not child.is_named)
+        known[parent.id] = bool(_OPENERS.search(tokens) and _CLOSERS_TEXT.search(tokens))
+    return known[parent.id]
 
 
 def _each_bracket(token: _Token) -> Iterator[_Token]:
