@@ -59,7 +59,7 @@ class Tally:
     retyped_closers: int = 0
     retyped_cut: int = 0  # the check refused the candidate
     retyped_cut_exactly: int = 0  # and its longest valid prefix drops just the retyped closer
-    ms: list[float] = field(default_factory=list)  # each check's time
+    ms: list[float] = field(default_factory=list, repr=False)  # each check's time
 
     def summary(self) -> dict[str, object]:
         fields = {key: value for key, value in vars(self).items() if key != "ms"}

@@ -9,6 +9,7 @@ into the candidate so the caller can re-noise or truncate exactly there.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import typing
@@ -266,6 +267,7 @@ _Token = tuple[int, int, str]  # start byte, end byte, bracket text
 class _Brackets:
     flaws: tuple[_Flaw, ...]
     partners: dict[int, _Token]  # start byte of each matched bracket -> its partner
+    lone: frozenset[int] = frozenset()  # start bytes of bracket tokens that pair with nothing by design
 
 
 @dataclass(frozen=True)
@@ -471,7 +473,7 @@ def _closers_made_text(before: _Brackets, after: _Brackets, splice: _Splice) -> 
         if closed is None or closed[0] < splice.start:
             continue
         moved = closed[0] + splice.width
-        if moved not in after.partners and not any(flaw.start == moved for flaw in after.flaws):
+        if moved not in after.partners and moved not in after.lone and all(flaw.start != moved for flaw in after.flaws):
             closer = after.partners[opener[0]]
             message = f"{closer[2]!r} closes the {opener[2]!r} that the suffix already closes"
             flaws.append(_Flaw(closer[0], closer[1], "bracket", message))
@@ -504,9 +506,10 @@ def _analyze(language: str | None, source: bytes) -> _Syntax:
         return _Syntax(errors=(), brackets=_match_brackets(tokens), fences=())
     grammar = _grammar(language)
     root = grammar.parse(source)
+    tokens, lone = _bracket_tokens(grammar, root)
     return _Syntax(
         errors=_tree_errors(root),
-        brackets=_match_brackets(_bracket_tokens(grammar, root)),
+        brackets=dataclasses.replace(_match_brackets(tokens), lone=lone),
         fences=_unclosed_fences(grammar.fences, root),
     )
 
@@ -528,26 +531,27 @@ def _tree_errors(root: Node) -> tuple[_Flaw, ...]:
     return tuple(sorted(flaws))
 
 
-def _bracket_tokens(grammar: _Grammar, root: Node) -> list[_Token]:
-    """Bracket leaf tokens in document order.
+def _bracket_tokens(grammar: _Grammar, root: Node) -> tuple[list[_Token], frozenset[int]]:
+    """Bracket leaf tokens in document order, and where those that pair with nothing start.
 
     Brackets inside strings and comments are part of those tokens, not leaves
     of their own, so they are skipped for free.
     """
     if grammar.brackets is None:
-        return []
+        return [], frozenset()
     nodes = QueryCursor(grammar.brackets).captures(root).get("bracket", [])
     # A MISSING closer is tree-sitter's guess, not text; it is reported as an error instead.
     nodes = [node for node in nodes if not node.is_missing]
     if not grammar.split_brackets:
-        return sorted((n.start_byte, n.end_byte, n.type) for n in nodes)
+        return sorted((n.start_byte, n.end_byte, n.type) for n in nodes), frozenset()
     # Pack grammars also use a bracket alone: a shell case pattern ends in ")", and in
-    # "${a[@]}" the "]" is part of a word. Such a bracket pairs with nothing, so only those
-    # of a node that holds both an opener and a closer count (or of an error).
+    # "${a[@]}" the "[" stands without its "]". Such a bracket pairs with nothing, so only
+    # those of a node that holds both an opener and a closer count (or of an error).
     pairing: dict[int, bool] = {}
     paired = [node for node in nodes if _pairs_brackets(node.parent, pairing)]
+    lone = frozenset(node.start_byte for node in nodes) - {node.start_byte for node in paired}
     tokens = sorted((n.start_byte, n.end_byte, n.type) for n in paired)
-    return [bracket for token in tokens for bracket in _each_bracket(token)]
+    return [bracket for token in tokens for bracket in _each_bracket(token)], lone
 
 
 def _pairs_brackets(parent: Node | None, known: dict[int, bool]) -> bool:
