@@ -3,14 +3,16 @@
     python -m diffusion_infill.bench.closure_languages go /usr/share/go-1.19/src --skip testdata
 
 Two kinds of cursor positions, drawn at random (--seed) from the given files of the language
-(directories are walked; --skip leaves out directories of that name), with the prefix and
-suffix windowed as the server windows them (diffusion_infill.lsp.window):
+(directories are walked; --skip leaves out directories of that name; at most --per-file of
+each kind from one file), with the prefix and suffix windowed as the server windows them
+(diffusion_infill.lsp.window):
 
 - a real continuation: the cursor at a random column of a non-blank line, the candidate the
   rest of that line as the file has it. Inserting it gives back the real file, so the check
-  should pass it; it can only fail where the file itself already has parse errors near by.
+  should pass it; it can fail where the file has parse errors near by, or where the window
+  cuts off the closer of a block the candidate's opener then takes.
 - a retyped closer: a closing bracket of the file's syntax (a tree-sitter leaf, so not one
-  inside a string or comment), the cursor somewhere before it on its line, the candidate the
+  inside a string or comment), the cursor after its opener and on its line, the candidate the
   text up to and including that closer, and the suffix still starting with it, as when an
   editor has auto-inserted the closer and the model types it again. The check should refuse
   it, and its longest valid prefix should be the candidate without the closer ("cut exactly").
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from tree_sitter import Node, Parser
 
+from diffusion_infill.cli.inputs import positive_int
 from diffusion_infill.engine import closure
 from diffusion_infill.lsp.window import around
 
@@ -182,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("language", help="a name of diffusion_infill.engine.closure.LANGUAGES, e.g. go, rust, bash")
     parser.add_argument("paths", nargs="+", type=Path, help="files or directories of that language")
-    parser.add_argument("--positions", type=int, default=200, help="cursor positions of each kind")
+    parser.add_argument("--positions", type=positive_int, default=200, help="cursor positions of each kind")
+    parser.add_argument("--per-file", type=positive_int, default=5, help="at most this many of each kind from one file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip", action="append", default=[], help="a directory name to leave out (repeatable)")
     args = parser.parse_args(argv)
@@ -193,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not files:
         print(f"closure_languages: no {args.language} files under the paths given", file=sys.stderr)
         return 2
-    tally = measure(args.language, files, args.positions, args.seed)
+    tally = measure(args.language, files, args.positions, args.seed, args.per_file)
     print(json.dumps({"language": args.language, "seed": args.seed, **tally.summary()}))
     return 0
 
