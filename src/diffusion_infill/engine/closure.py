@@ -158,8 +158,8 @@ _LANGUAGE_IDS = {
 _PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
 _CLOSERS = frozenset(")]}")
 _TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
-_OPENERS = re.compile(r"[(\[{]")
-_CLOSERS_TEXT = re.compile(r"[)\]}]")
+_OPENING = re.compile(r"[(\[{]")
+_CLOSING = re.compile(r"[)\]}]")
 
 # Markdown prose uses brackets freely ("1)", ":)"), so only fences count there.
 _PROSE_LANGUAGES = frozenset({"markdown"})
@@ -560,7 +560,7 @@ def _pairs_brackets(parent: Node | None, known: dict[int, bool]) -> bool:
         return True
     if parent.id not in known:
         tokens = "".join(child.type for child in parent.children if not child.is_named)
-        known[parent.id] = bool(_OPENERS.search(tokens) and _CLOSERS_TEXT.search(tokens))
+        known[parent.id] = bool(_OPENING.search(tokens) and _CLOSING.search(tokens))
     return known[parent.id]
 
 
