@@ -1,7 +1,11 @@
 """Specification of the syntax-closure check for inline completions."""
 
+import subprocess
+import sys
+
 import pytest
 
+from diffusion_infill.engine import closure
 from diffusion_infill.engine.closure import (
     LANGUAGES,
     ClosureReport,
@@ -50,15 +54,29 @@ def test_every_required_language_is_supported():
         ("README.md", "markdown"),
         ("notes.markdown", "markdown"),
         ("SHOUTING.PY", "python"),
+        ("cmd/main.go", "go"),
+        ("src/main.rs", "rust"),
+        ("zlib.h", "c"),
+        ("Main.java", "java"),
+        ("lib/set.rb", "ruby"),
+        ("build.sh", "bash"),
+        (".github/workflows/ci.yml", "yaml"),
+        ("config.yaml", "yaml"),
+        ("Makefile", "make"),
+        ("docker/Dockerfile", "dockerfile"),
     ],
 )
-def test_language_for_path_goes_by_extension(path, language):
+def test_language_for_path_goes_by_extension_or_file_name(path, language):
     assert language_for_path(path) == language
 
 
-@pytest.mark.parametrize("path", ["Makefile", "main.rs", "archive.tar.gz", ".py"])
+@pytest.mark.parametrize("path", ["archive.tar.gz", ".py", "notes.txt", "matlab_or_objc.m", "LICENSE"])
 def test_language_for_path_is_none_for_unknown_files(path):
     assert language_for_path(path) is None
+
+
+def test_every_file_name_names_a_checked_language():
+    assert set(closure._FILES) <= set(LANGUAGES)
 
 
 @pytest.mark.parametrize(
@@ -72,19 +90,45 @@ def test_language_for_path_is_none_for_unknown_files(path):
         ("json", "json"),
         ("jsonc", "json"),
         ("markdown", "markdown"),
+        # the LSP specification's ids for the languages tree-sitter-language-pack brings
+        ("shellscript", "bash"),
+        ("c", "c"),
+        ("cpp", "cpp"),
+        ("csharp", "csharp"),
+        ("go", "go"),
+        ("rust", "rust"),
+        ("java", "java"),
+        ("ruby", "ruby"),
+        ("yaml", "yaml"),
+        ("makefile", "make"),
+        ("objective-c", "objc"),
+        ("git-commit", "gitcommit"),
+        # Neovim sends its filetype
+        ("sh", "bash"),
+        ("cs", "csharp"),
     ],
 )
 def test_language_for_id_maps_lsp_language_ids(language_id, language):
     assert language_for_id(language_id) == language
 
 
-def test_language_for_id_is_none_for_unknown_ids():
-    assert language_for_id("rust") is None
+@pytest.mark.parametrize("language_id", ["plaintext", "abap", "coffeescript", "Go", "", "cobol"])
+def test_language_for_id_is_none_for_unknown_ids(language_id):
+    assert language_for_id(language_id) is None
 
 
-def test_unsupported_language_name_is_rejected():
-    with pytest.raises(ValueError, match="cobol"):
-        check("", "x", "", "cobol")
+def test_every_language_id_names_a_checked_language():
+    assert set(closure._LANGUAGE_IDS.values()) <= set(LANGUAGES)
+
+
+def test_the_pack_brings_the_languages_a_real_model_completes():
+    assert set(LANGUAGES) >= {"go", "rust", "c", "cpp", "java", "ruby", "bash", "yaml", "csharp", "kotlin", "php"}
+
+
+@pytest.mark.parametrize("language", ["klingon", "cobol"])
+def test_unsupported_language_name_is_rejected(language):
+    with pytest.raises(ValueError, match=language):
+        check("", "x", "", language)
 
 
 # Report
@@ -353,3 +397,64 @@ def test_longest_valid_prefix_is_empty_when_nothing_is_valid():
 
 def test_longest_valid_prefix_truncates_with_the_bracket_fallback():
     assert longest_valid_prefix("foo(", "a, b)", ")\n", None) == "a, b"
+
+
+# Languages from tree-sitter-language-pack: an auto-paired closer typed again is cut
+
+# language: (prefix, the completion, suffix whose first closer the completion types again)
+AUTO_PAIRED = {
+    "go": ('package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(', '"hi")', ")\n}\n"),
+    "rust": ("fn main() {\n    let v = vec![", "1, 2]", "];\n}\n"),
+    "c": ("#include <stdio.h>\n\nint main(void) {\n    printf(", '"%d\\n", 1)', ");\n}\n"),
+    "java": ("class A {\n    void f() {\n        System.out.println(", '"hi")', ");\n    }\n}\n"),
+    "ruby": ("config = { name: 'x', ", "size: 2 }", "}\n"),
+    "bash": ("files=$(ls ", "-la)", ')\necho "$files"\n'),
+    "yaml": ("name: demo\ntags: [a, ", "b]", "]\n"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(AUTO_PAIRED))
+def test_a_pack_language_cuts_a_retyped_auto_paired_closer(language):
+    prefix, candidate, suffix = AUTO_PAIRED[language]
+    report = check(prefix, candidate, suffix, language)
+
+    assert [problem.kind for problem in report.problems] == ["duplicate-closer"]
+    assert report.first_bad_offset() == len(candidate) - 1
+    assert longest_valid_prefix(prefix, candidate, suffix, language) == candidate[:-1]
+
+
+@pytest.mark.parametrize("language", sorted(AUTO_PAIRED))
+def test_a_pack_language_accepts_leaving_the_closer_to_the_suffix(language):
+    prefix, candidate, suffix = AUTO_PAIRED[language]
+    assert check(prefix, candidate[:-1], suffix, language).valid
+
+
+@pytest.mark.parametrize(
+    ("prefix", "candidate", "suffix"),
+    [
+        ('echo "${name', "}", '}"\n'),  # the second "}" would be a character of the string
+        ('dir="$(pwd', ")", ')/bin"\n'),
+        ("if [ -n x ", "]", "]; then :; fi\n"),  # "]" is a word to the "[" command
+        ("if [[ -n x ", "]]", "]]; then :; fi\n"),
+    ],
+)
+def test_shell_cuts_a_retyped_closer_that_would_become_text(prefix, candidate, suffix):
+    report = check(prefix, candidate, suffix, "bash")
+
+    assert not report.valid
+    assert longest_valid_prefix(prefix, candidate, suffix, "bash") == ""
+
+
+def test_shell_case_patterns_end_in_a_lone_parenthesis_that_pairs_with_nothing():
+    prefix = 'case "$(u'
+    assert check(prefix, 'name)" in', "\n*MINGW*) echo win ;;\nesac\n", "bash").valid
+
+
+def test_every_language_checks_without_hanging():
+    """A parse cannot be interrupted, so a grammar that never returns would stop the engine for good."""
+    code = (
+        "from diffusion_infill.engine.closure import LANGUAGES, check\n"
+        "for language in LANGUAGES:\n"
+        "    check('f(x', '))\\n\"a', ')\\n', language)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -37,6 +37,14 @@ CLOSURE_CASES = {
         "print(i)\n```\n",
     ),
     "auto-paired bracket": ("python", ".py", "values = [len(x) for x in items", ")]\n", " if x)] + [("),
+    # languageIds whose grammars tree-sitter-language-pack brings: the reply types the auto-paired closer again
+    "go": ("go", ".go", 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println(', ")\n}\n", '"hi")'),
+    "rust": ("rust", ".rs", "fn main() {\n    println!(", ")\n}\n", '"hi")'),
+    "c": ("c", ".c", "int sign(int x) {\n    if (", ")\n        return 1;\n    return 0;\n}\n", "x > 0)"),
+    "java": ("java", ".java", "class A {\n  void stop(int x) {\n    if (", ")\n      return;\n  }\n}\n", "x > 0)"),
+    "ruby": ("ruby", ".rb", "config = { name: 'x', ", "}\n", "size: 2 }"),
+    "shell": ("shellscript", ".sh", "files=$(ls ", ')\necho "$files"\n', "-la)"),
+    "yaml": ("yaml", ".yaml", "name: demo\ntags: [a, ", "]\n", "b]"),
 }
 REPLIES = {
     "import os\nos.path": ".join(root, name)",  # after the selected menu entry's text
@@ -106,8 +114,21 @@ async def test_no_item_breaks_closure(session, editor, case):
         assert inserted.endswith(closers)
         inserted = inserted.removesuffix(closers)
     assert inserted and reply.startswith(inserted) and inserted != reply, f"{case}: {inserted!r} of {reply!r}"
-    assert closure.check(before, inserted, after, language).valid, f"{case}: {inserted!r} breaks closure"
+    grammar = closure.language_for_id(language)
+    assert closure.check(before, inserted, after, grammar).valid, f"{case}: {inserted!r} breaks closure"
     assert final_of(session, uri, 1, position).text == inserted
+
+
+async def test_a_language_id_without_a_grammar_is_said_once_in_the_log(session, editor):
+    session.log_messages.clear()
+    for language, suffix_name in [("abap", ".abap"), ("go", ".go"), ("abap", ".abap"), ("plaintext", ".txt")]:
+        uri = editor.open("x = (1)\n", language, suffix_name)
+    await editor.request(uri, types.Position(0, 0), invoked=True)  # answered after the opens were handled
+    unchecked = [message.message for message in session.log_messages if "no tree-sitter grammar" in message.message]
+    assert unchecked == [
+        "no tree-sitter grammar for languageId 'abap': completions there are checked for balanced brackets only",
+        "no tree-sitter grammar for languageId 'plaintext': completions there are checked for balanced brackets only",
+    ]
 
 
 async def test_utf16_columns_the_server_computes_on_emoji_and_cjk(session, editor):

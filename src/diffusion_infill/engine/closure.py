@@ -9,10 +9,12 @@ into the candidate so the caller can re-noise or truncate exactly there.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
+import typing
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import accumulate
@@ -20,39 +22,14 @@ from pathlib import PurePath
 
 import tree_sitter_javascript
 import tree_sitter_json
+import tree_sitter_language_pack
 import tree_sitter_markdown
 import tree_sitter_python
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-_EXTENSIONS = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".json": "json",
-    ".jsonc": "json",
-    ".md": "markdown",
-    ".markdown": "markdown",
-}
-
-_LANGUAGE_IDS = {
-    "python": "python",
-    "javascript": "javascript",
-    "javascriptreact": "javascript",
-    "typescript": "typescript",
-    "typescriptreact": "tsx",
-    "json": "json",
-    "jsonc": "json",
-    "markdown": "markdown",
-}
-
+# The first languages checked keep their own grammar packages (and so their results);
+# tree-sitter-language-pack brings every other grammar it ships.
 _GRAMMARS: dict[str, Callable[[], object]] = {
     "python": tree_sitter_python.language,
     "javascript": tree_sitter_javascript.language,
@@ -62,13 +39,127 @@ _GRAMMARS: dict[str, Callable[[], object]] = {
     "markdown": tree_sitter_markdown.language,
 }
 
-LANGUAGES: tuple[str, ...] = tuple(_GRAMMARS)
+# The pack's COBOL parser never returns, even on "x", and a parse cannot be interrupted.
+_BROKEN_PACK_GRAMMARS = frozenset({"cobol"})
+_PACK_GRAMMARS = tuple(
+    name
+    for name in typing.get_args(tree_sitter_language_pack.SupportedLanguage)
+    if name not in _GRAMMARS and name not in _BROKEN_PACK_GRAMMARS
+)
+
+LANGUAGES: tuple[str, ...] = (*_GRAMMARS, *_PACK_GRAMMARS)
+_LANGUAGE_SET = frozenset(LANGUAGES)
+
+# Extensions (lower case) and whole file names, per grammar; an extension that two
+# common languages share (.m: Objective-C and MATLAB, .v: Verilog and V) names neither.
+_FILES: dict[str, tuple[str, ...]] = {
+    "python": (".py", ".pyi"),
+    "javascript": (".js", ".mjs", ".cjs", ".jsx"),
+    "typescript": (".ts", ".mts", ".cts"),
+    "tsx": (".tsx",),
+    "json": (".json", ".jsonc"),
+    "markdown": (".md", ".markdown"),
+    "bash": (".sh", ".bash"),
+    "bibtex": (".bib",),
+    "c": (".c", ".h"),
+    "clojure": (".clj", ".cljs", ".cljc", ".edn"),
+    "cmake": (".cmake", "CMakeLists.txt"),
+    "commonlisp": (".lisp",),
+    "cpp": (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++"),
+    "csharp": (".cs",),
+    "css": (".css",),
+    "cuda": (".cu", ".cuh"),
+    "dart": (".dart",),
+    "dockerfile": (".dockerfile", "Dockerfile", "Containerfile"),
+    "elixir": (".ex", ".exs"),
+    "elm": (".elm",),
+    "erlang": (".erl", ".hrl"),
+    "fish": (".fish",),
+    "fortran": (".f90", ".f95", ".f03", ".f08"),
+    "fsharp": (".fs", ".fsx"),
+    "gdscript": (".gd",),
+    "gleam": (".gleam",),
+    "glsl": (".glsl", ".vert", ".frag"),
+    "go": (".go",),
+    "gomod": ("go.mod",),
+    "graphql": (".graphql", ".gql"),
+    "groovy": (".groovy", ".gradle"),
+    "haskell": (".hs",),
+    "hcl": (".hcl",),
+    "html": (".html", ".htm"),
+    "ini": (".ini",),
+    "java": (".java",),
+    "julia": (".jl",),
+    "kotlin": (".kt", ".kts"),
+    "latex": (".tex",),
+    "lua": (".lua",),
+    "make": (".mk", "Makefile", "makefile", "GNUmakefile"),
+    "meson": ("meson.build",),
+    "nim": (".nim",),
+    "ninja": (".ninja",),
+    "nix": (".nix",),
+    "ocaml": (".ml",),
+    "ocaml_interface": (".mli",),
+    "odin": (".odin",),
+    "pascal": (".pas",),
+    "perl": (".pl", ".pm"),
+    "php": (".php",),
+    "powershell": (".ps1", ".psm1"),
+    "properties": (".properties",),
+    "proto": (".proto",),
+    "puppet": (".pp",),
+    "r": (".r",),
+    "racket": (".rkt",),
+    "rst": (".rst",),
+    "ruby": (".rb", ".rake", ".gemspec", "Gemfile", "Rakefile"),
+    "rust": (".rs",),
+    "scala": (".scala", ".sc"),
+    "scheme": (".scm",),
+    "scss": (".scss",),
+    "solidity": (".sol",),
+    "sql": (".sql",),
+    "starlark": (".bzl", ".star"),
+    "svelte": (".svelte",),
+    "swift": (".swift",),
+    "tcl": (".tcl",),
+    "terraform": (".tf", ".tfvars"),
+    "toml": (".toml",),
+    "typst": (".typ",),
+    "vim": (".vim",),
+    "vue": (".vue",),
+    "xml": (".xml", ".xsd", ".xsl"),
+    "yaml": (".yaml", ".yml"),
+    "zig": (".zig",),
+}
+_EXTENSIONS = {name: grammar for grammar, names in _FILES.items() for name in names if name.startswith(".")}
+_FILE_NAMES = {name: grammar for grammar, names in _FILES.items() for name in names if not name.startswith(".")}
+
+# LSP languageIds (the specification's list, VS Code's and Neovim's filetypes) that are not
+# the grammar's own name; a languageId that is a grammar's name needs no entry.
+_LANGUAGE_IDS = {
+    "javascriptreact": "javascript",
+    "typescriptreact": "tsx",
+    "jsonc": "json",
+    "shellscript": "bash",
+    "sh": "bash",
+    "cs": "csharp",
+    "cuda-cpp": "cuda",
+    "delphi": "pascal",
+    "dockercompose": "yaml",
+    "git-commit": "gitcommit",
+    "makefile": "make",
+    "objective-c": "objc",
+    "tex": "latex",
+    "xsl": "xml",
+}
 
 # "${" opens a template substitution and "{|" a Flow-style exact object type;
 # both are distinct tokens that the ordinary closers end.
 _PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
 _CLOSERS = frozenset(")]}")
 _TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
+_OPENING = re.compile(r"[(\[{]")
+_CLOSING = re.compile(r"[)\]}]")
 
 # Markdown prose uses brackets freely ("1)", ":)"), so only fences count there.
 _PROSE_LANGUAGES = frozenset({"markdown"})
@@ -80,13 +171,15 @@ _ANALYSIS_CACHE_SIZE = 32
 
 
 def language_for_path(path: str) -> str | None:
-    """Language name for a file path, judged by its extension."""
-    return _EXTENSIONS.get(PurePath(path).suffix.lower())
+    """Language name for a file path, judged by its extension (or a known file name)."""
+    file = PurePath(path)
+    return _FILE_NAMES.get(file.name) or _EXTENSIONS.get(file.suffix.lower())
 
 
 def language_for_id(language_id: str) -> str | None:
     """Language name for an LSP ``languageId``."""
-    return _LANGUAGE_IDS.get(language_id)
+    language = _LANGUAGE_IDS.get(language_id, language_id)
+    return language if language in _LANGUAGE_SET else None
 
 
 @dataclass(frozen=True)
@@ -118,7 +211,7 @@ _VALID = ClosureReport(valid=True, problems=())
 
 def check(prefix: str, candidate: str, suffix: str, language: str | None) -> ClosureReport:
     """Whether inserting ``candidate`` keeps the file's syntax no worse."""
-    if language is not None and language not in _GRAMMARS:
+    if language is not None and language not in _LANGUAGE_SET:
         raise ValueError(f"unsupported language: {language!r}")
     if not candidate:
         return _VALID
@@ -174,6 +267,7 @@ _Token = tuple[int, int, str]  # start byte, end byte, bracket text
 class _Brackets:
     flaws: tuple[_Flaw, ...]
     partners: dict[int, _Token]  # start byte of each matched bracket -> its partner
+    lone: frozenset[int] = frozenset()  # start bytes of bracket tokens that pair with nothing by design
 
 
 @dataclass(frozen=True)
@@ -238,6 +332,9 @@ class _Grammar:
     parser: Parser
     brackets: Query | None
     fences: Query | None
+    # Pack grammars have tokens that hold several brackets ("[[", "$((", "{{") or a
+    # bracket after other text ("#{", "%w("); each bracket in them counts on its own.
+    split_brackets: bool = False
     # Parsers keep per-parse state in C and must not be shared across threads.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -246,9 +343,20 @@ class _Grammar:
             return self.parser.parse(source).root_node
 
 
+def tree_sitter_language(language: str) -> Language:
+    """The tree-sitter grammar that ``check`` parses ``language`` with."""
+    if language not in _LANGUAGE_SET:
+        raise ValueError(f"unsupported language: {language!r}")
+    if language in _GRAMMARS:
+        return Language(_GRAMMARS[language]())
+    return tree_sitter_language_pack.get_language(language)
+
+
 @cache
 def _grammar(language: str) -> _Grammar:
-    grammar = Language(_GRAMMARS[language]())
+    if language not in _GRAMMARS:
+        return _pack_grammar(language)
+    grammar = tree_sitter_language(language)
     if language in _PROSE_LANGUAGES:
         return _Grammar(Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY))
     # Grammars lack some tokens (JSON has no parentheses) and a query naming
@@ -257,8 +365,30 @@ def _grammar(language: str) -> _Grammar:
     return _Grammar(Parser(grammar), brackets=Query(grammar, _alternation(tokens)), fences=None)
 
 
+def _pack_grammar(language: str) -> _Grammar:
+    grammar = tree_sitter_language(language)
+    tokens = _bracket_kinds(grammar)
+    brackets = Query(grammar, _alternation(tokens)) if tokens else None  # HTML has no bracket tokens
+    return _Grammar(Parser(grammar), brackets=brackets, fences=None, split_brackets=True)
+
+
+def _bracket_kinds(grammar: Language) -> list[str]:
+    """The grammar's literal tokens that hold a bracket."""
+    kinds = (
+        grammar.node_kind_for_id(kind)
+        for kind in range(grammar.node_kind_count)
+        if not grammar.node_kind_is_named(kind) and grammar.node_kind_is_visible(kind)
+    )
+    return [kind for kind in kinds if kind and _TEXT_BRACKETS.search(_encode(kind))]
+
+
 def _alternation(tokens: Iterable[str]) -> str:
-    return "[" + " ".join(f'"{token}"' for token in dict.fromkeys(tokens)) + "] @bracket"
+    return "[" + " ".join(_query_string(token) for token in dict.fromkeys(tokens)) + "] @bracket"
+
+
+def _query_string(token: str) -> str:
+    escaped = token.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
 
 
 def _encode(text: str) -> bytes:
@@ -276,6 +406,8 @@ def _problems(prefix: str, candidate: str, suffix: str, language: str | None) ->
         *_blamed(before.brackets, after.brackets, splice),
         *_worsened(before.fences, after.fences, splice),
     ]
+    if language is not None and _grammar(language).split_brackets:
+        flaws += _closers_made_text(before.brackets, after.brackets, splice)
     problems = {splice.to_problem(flaw) for flaw in flaws}
     return tuple(sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind)))
 
@@ -325,6 +457,29 @@ def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]
     return [_blame(flaw, before, after, splice) for flaw in added]
 
 
+def _closers_made_text(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
+    """Candidate closers that took an opener whose closer in the suffix then became plain text.
+
+    In a shell, "${a}}" and "$(b))" inside a string, or "[ -n x ]]", are valid: the retyped
+    closer is a character of a word or string, so neither errors nor bracket flaws show it.
+    Only pack grammars are asked (the first six keep their results; JavaScript's template
+    `${a}}` is the same case).
+    """
+    flaws = []
+    for start, opener in after.partners.items():
+        if not splice.start <= start < splice.end or opener[0] >= splice.start:
+            continue  # not a closer of the candidate's that an opener before the cursor took
+        closed = before.partners.get(opener[0])
+        if closed is None or closed[0] < splice.start:
+            continue
+        moved = closed[0] + splice.width
+        if moved not in after.partners and moved not in after.lone and all(flaw.start != moved for flaw in after.flaws):
+            closer = after.partners[opener[0]]
+            message = f"{closer[2]!r} closes the {opener[2]!r} that the suffix already closes"
+            flaws.append(_Flaw(closer[0], closer[1], "bracket", message))
+    return flaws
+
+
 def _blame(flaw: _Flaw, before: _Brackets, after: _Brackets, splice: _Splice) -> _Flaw:
     """Point a suffix closer that lost its opener at the candidate closer that took it.
 
@@ -351,9 +506,10 @@ def _analyze(language: str | None, source: bytes) -> _Syntax:
         return _Syntax(errors=(), brackets=_match_brackets(tokens), fences=())
     grammar = _grammar(language)
     root = grammar.parse(source)
+    tokens, lone = _bracket_tokens(grammar, root)
     return _Syntax(
         errors=_tree_errors(root),
-        brackets=_match_brackets(_bracket_tokens(grammar.brackets, root)),
+        brackets=dataclasses.replace(_match_brackets(tokens), lone=lone),
         fences=_unclosed_fences(grammar.fences, root),
     )
 
@@ -375,17 +531,44 @@ def _tree_errors(root: Node) -> tuple[_Flaw, ...]:
     return tuple(sorted(flaws))
 
 
-def _bracket_tokens(query: Query | None, root: Node) -> list[_Token]:
-    """Bracket leaf tokens in document order.
+def _bracket_tokens(grammar: _Grammar, root: Node) -> tuple[list[_Token], frozenset[int]]:
+    """Bracket leaf tokens in document order, and where those that pair with nothing start.
 
     Brackets inside strings and comments are part of those tokens, not leaves
     of their own, so they are skipped for free.
     """
-    if query is None:
-        return []
-    nodes = QueryCursor(query).captures(root).get("bracket", [])
+    if grammar.brackets is None:
+        return [], frozenset()
+    nodes = QueryCursor(grammar.brackets).captures(root).get("bracket", [])
     # A MISSING closer is tree-sitter's guess, not text; it is reported as an error instead.
-    return sorted((n.start_byte, n.end_byte, n.type) for n in nodes if not n.is_missing)
+    nodes = [node for node in nodes if not node.is_missing]
+    if not grammar.split_brackets:
+        return sorted((n.start_byte, n.end_byte, n.type) for n in nodes), frozenset()
+    # Pack grammars also use a bracket alone: a shell case pattern ends in ")", and in
+    # "${a[@]}" the "[" stands without its "]". Such a bracket pairs with nothing, so only
+    # those of a node that holds both an opener and a closer count (or of an error).
+    pairing: dict[int, bool] = {}
+    paired = [node for node in nodes if _pairs_brackets(node.parent, pairing)]
+    lone = frozenset(node.start_byte for node in nodes) - {node.start_byte for node in paired}
+    tokens = sorted((n.start_byte, n.end_byte, n.type) for n in paired)
+    return [bracket for token in tokens for bracket in _each_bracket(token)], lone
+
+
+def _pairs_brackets(parent: Node | None, known: dict[int, bool]) -> bool:
+    """Whether the node holds tokens that open and close brackets, or is an error (cached by node)."""
+    if parent is None or parent.is_error:
+        return True
+    if parent.id not in known:
+        tokens = "".join(child.type for child in parent.children if not child.is_named)
+        known[parent.id] = bool(_OPENING.search(tokens) and _CLOSING.search(tokens))
+    return known[parent.id]
+
+
+def _each_bracket(token: _Token) -> Iterator[_Token]:
+    """The brackets inside one token, each at its own byte ("$((" holds two)."""
+    start, _, text = token
+    for match in _TEXT_BRACKETS.finditer(_encode(text)):
+        yield start + match.start(), start + match.end(), match.group().decode()
 
 
 def _match_brackets(tokens: Iterable[_Token]) -> _Brackets:

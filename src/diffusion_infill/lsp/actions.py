@@ -30,11 +30,16 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from diffusion_infill.engine import closure
 from diffusion_infill.engine.repair import markdown_rules
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings, json_broken
 from diffusion_infill.lsp.documents import Document, UnknownDocument
-from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
+from diffusion_infill.lsp.languages import (
+    JSON_LANGUAGES,
+    JSONC_LANGUAGES,
+    MARKDOWN_LANGUAGES,
+    SOURCE,
+    closure_language,
+)
 from diffusion_infill.lsp.positions import PositionError
 from diffusion_infill.lsp.window import around
 
@@ -248,7 +253,7 @@ def targets(document: Document, params: types.CodeActionParams, encoding: str) -
 def surroundings(document: Document, target: Target) -> Surroundings:
     """The text around the target that the repair and the closure check see: bounded as a completion's
     (lsp.window), so a fix in a 10 MB file parses and keeps what one in a small file does."""
-    language = closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
+    language = closure_language(document.language_id, document.uri)
     return Surroundings(*around(document.text, target.start, target.end), language)
 
 

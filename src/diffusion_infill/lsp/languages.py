@@ -1,4 +1,5 @@
-"""The document languages our diagnostics and code actions handle, and the `source` they share.
+"""The document languages our diagnostics and code actions handle, the `source` they share, and
+the grammar the closure check parses a document with.
 
 A diagnostic carries SOURCE so that a code action request naming it is offered the
 matching fix: diffusion_infill.lsp.diagnostics writes it, diffusion_infill.lsp.actions reads it.
@@ -6,7 +7,14 @@ matching fix: diffusion_infill.lsp.diagnostics writes it, diffusion_infill.lsp.a
 
 from __future__ import annotations
 
+from diffusion_infill.engine import closure
+
 SOURCE = "diffusion-infill"
 JSON_LANGUAGES = frozenset({"json"})
 JSONC_LANGUAGES = frozenset({"jsonc"})  # comments and trailing commas allowed: VS Code settings, tsconfig
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
+
+
+def closure_language(language_id: str, uri: str) -> str | None:
+    """The grammar of a document's languageId, else of its file name; None: brackets only."""
+    return closure.language_for_id(language_id) or closure.language_for_path(uri)

@@ -25,7 +25,6 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
@@ -33,6 +32,7 @@ from diffusion_infill.lsp import actions, diagnostics
 from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.framing import Frames
 from diffusion_infill.lsp.items import items, placement
+from diffusion_infill.lsp.languages import closure_language
 from diffusion_infill.lsp.positions import UTF16, PositionError
 from diffusion_infill.lsp.protocol import InfillProtocol
 from diffusion_infill.lsp.runs import RunKey, Runs
@@ -74,6 +74,7 @@ class InfillServer(LanguageServer):
         self.settings = options.settings
         self.credentials = options.credentials
         self.documents = Documents()
+        self.unchecked_languages: set[str] = set()  # languageIds without a grammar, told once (unchecked)
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
         self.runs = Runs(self.worker, self.publish_draft)
         self.fixes = actions.FixResults()  # code-action results per document version and target
@@ -112,6 +113,15 @@ class InfillServer(LanguageServer):
                 "confidence": draft.confidence,
             },
         )
+
+    def unchecked(self, language_id: str) -> None:
+        """Says in the client's log, once per languageId, that no grammar checks its completions."""
+        if language_id in self.unchecked_languages:
+            return
+        self.unchecked_languages.add(language_id)
+        grammar = f"no tree-sitter grammar for languageId {language_id!r}"
+        message = f"{grammar}: completions there are checked for balanced brackets only"
+        self.window_log_message(types.LogMessageParams(types.MessageType.Info, message))
 
     def tell(self, kind: types.MessageType, message: str) -> None:
         """Shows `message` to the user and logs it."""
@@ -190,7 +200,7 @@ def _invalid(error: Exception) -> JsonRpcInvalidParams:
 
 
 def _closure_language(document: Document) -> str | None:
-    return closure.language_for_id(document.language_id) or closure.language_for_path(document.uri)
+    return closure_language(document.language_id, document.uri)
 
 
 def _tracked(ls: InfillServer, uri: str) -> bool:
@@ -340,6 +350,8 @@ async def report_loading(ls: InfillServer) -> None:
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
+    if _closure_language(document) is None:
+        ls.unchecked(item.language_id)
     ls.runs.invalidate(item.uri)
     ls.fixes.forget(item.uri)
     ls.diagnostics.schedule(document)
