@@ -1,5 +1,7 @@
 """Specification of the syntax-closure check for inline completions."""
 
+import time
+
 import pytest
 
 from diffusion_infill.engine.closure import (
@@ -353,3 +355,20 @@ def test_longest_valid_prefix_is_empty_when_nothing_is_valid():
 
 def test_longest_valid_prefix_truncates_with_the_bracket_fallback():
     assert longest_valid_prefix("foo(", "a, b)", ")\n", None) == "a, b"
+
+
+def test_a_window_cut_inside_a_long_json_line_is_checked_in_linear_time():
+    """Every top-level comma of a window that starts inside an array is an error of its own: hundreds
+    of flaws before and after the candidate, each looked up among the baseline's, never compared with
+    all of them (16 times the window took over 100 times as long when they were)."""
+
+    def seconds(records: int) -> float:
+        window = ", ".join(f'{{"id": {i}, "tags": ["a", "b"]}}' for i in range(records))[9:]
+        best = float("inf")
+        for candidate in ("1", "2", "3"):  # a new candidate is a new parse
+            started = time.perf_counter()
+            check(window, candidate, "]", "json")
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    assert seconds(16 * 400) < 40 * seconds(400)
