@@ -12,8 +12,14 @@ the answer (the server handles messages in order, so the answer comes after the 
 applied). Diagnostics: the seconds from opening a JSON file to its publishDiagnostics and how
 many were published; meanwhile keystrokes in the small file are timed again (what
 diagnostics of a big file cost typing elsewhere). Peak RSS (VmHWM) is the server process's,
-and apart its diagnostics process's (None when it has none). Prints one JSON object on the
-last line.
+and apart its diagnostics process's (None when it has none).
+
+Then, with the embedded model (each in a session of its own; `--no-model` leaves them out):
+keystrokes answered by the model at the end of a 3 MB one-line JSON file, against a small
+Python file and a 4 KB JSON line (`long_line_completion`); `diffusion-infill complete` in a
+small file, a 5 MB one and at the end of the 3 MB line (`complete_cli`); and keys typed in
+Neovim's terminal UI (tmux) at the end of the 3 MB line with clients/nvim on, then after
+`:DiffusionInfill disable` (`nvim_typing`). Prints one JSON object on the last line.
 
     python -m diffusion_infill.bench.big --keystrokes 40
 """

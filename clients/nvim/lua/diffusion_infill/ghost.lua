@@ -23,6 +23,7 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 ---@field timer? uv.uv_timer_t
 ---@field at? integer[] the cursor when the text or cursor last changed
 ---@field info? boolean the info line of the last suggestion is shown
+---@field converted? {tick: integer, cols: table<string, integer>} byte columns of LSP positions in this version
 local states = {} ---@type table<integer, diffusion_infill.State>
 
 local function state(buf)
@@ -49,9 +50,14 @@ end
 --- line a draft does not copy the line.
 local function byte_col(buf, row, character, encoding)
   local st, tick = state(buf), api.nvim_buf_get_changedtick(buf)
-  local key = table.concat({ tick, row, character, encoding }, ':')
-  if st.converted and st.converted.key == key then
-    return st.converted.col
+  if not (st.converted and st.converted.tick == tick) then
+    st.converted = { tick = tick, cols = {} }
+  end
+  local key = table.concat({ row, character, encoding }, ':')
+  if st.converted.cols[key] then
+    return st.converted.cols[key]
+  elseif row >= api.nvim_buf_line_count(buf) then
+    return 0 -- no such line: an empty one's column
   end
   local length = line_length(buf, row)
   -- a UTF-16 or UTF-32 unit is at most 4 bytes; one more character's worth so none is cut
@@ -69,7 +75,7 @@ local function byte_col(buf, row, character, encoding)
     end
     col = ok and found or #line
   end
-  st.converted = { key = key, col = col }
+  st.converted.cols[key] = col
   return col
 end
 
