@@ -14,6 +14,8 @@ from diffusion_infill.cli.complete import Location, LocationError
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
+from diffusion_infill.lsp.items import placement
+from diffusion_infill.lsp.window import MAX_LINE
 
 JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown", "threshold", "source"}
 CALIBRATED_THRESHOLD = json.loads((EMBEDDED_MODEL / "confidence.json").read_text())["threshold"]
@@ -154,3 +156,14 @@ def test_complete_runs_on_half_the_cores_by_default_as_the_server(torch_threads,
 def test_threads_option_sets_the_torch_threads(torch_threads, capsys):
     assert main(["complete", f"{SAMPLE}:11:37", "--json", "--max-steps", "2", "--threads", "1"]) == 0
     assert torch_threads() == 1
+
+
+def test_a_big_file_is_completed_on_the_window_the_server_would_use(tmp_path):
+    """No split of the file into lines, no copy of it: the engine sees what the server would give it."""
+    text = "x = 1\n" * 100_000 + "y = [" + "1, " * 100_000 + "\n" + "z = 2\n" * 100_000
+    line, column = 100_001, len("y = [") + 3 * 50_000 + 1  # the middle of the long line
+    prefix, suffix = Location(tmp_path / "big.py", line, column).split(text)
+    offset = 6 * 100_000 + column - 1
+    where = placement(text, offset)
+    assert (prefix, suffix) == (where.prefix, where.suffix) and prefix.endswith("1, 1, ") and suffix.startswith("1, ")
+    assert len(prefix) <= MAX_LINE and len(suffix) <= MAX_LINE

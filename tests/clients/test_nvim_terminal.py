@@ -285,3 +285,31 @@ def test_restart_shows_the_status_going_from_loading_to_ready(terminal):
     terminal.wait("_G.statuses[#_G.statuses] == 'infill: ready'", 180)
     assert terminal.lua("return _G.statuses") == ["infill: starting", "infill: loading", "infill: ready"]
     terminal.wait_screen(lambda screen: "infill: ready" in screen, 10)  # on the statusline
+
+
+# 18,000 characters of a list, then a call the model completes: well past ghost.LONG_LINE bytes.
+LONG_LINE = "values = [" + "1, " * 6_000 + "0]; total = sum(values)"
+
+
+def test_ghost_text_on_a_very_long_line_is_drawn_over_it_where_inline_text_would_be(terminal):
+    """Neovim lays out a line that holds inline virtual text by measuring every character before it
+    at each redraw (in a 3 MB line, 2 s a key while the ghost text was there): past ghost.LONG_LINE
+    bytes the ghost text is an overlay that starts at the cursor, as the inline text would."""
+    open_file(terminal, LONG_LINE + "\n")
+    terminal.type(":normal! $", "Enter", "i")  # before the closing parenthesis
+    terminal.wait("vim.api.nvim_get_mode().mode == 'i'", 10)
+    terminal.type("M-\\")  # trigger: the plugin draws what comes, drafts and items, in both modes
+    shown = terminal.wait("require('diffusion_infill.ghost').shown()", 120)
+    details = terminal.lua(
+        "local ghost = require('diffusion_infill.ghost')"
+        " return vim.api.nvim_buf_get_extmarks(0, ghost.ns, 0, -1, { details = true })[1][4]"
+    )
+    assert details["virt_text_pos"] == "overlay"
+    # the ghost text (and which item of how many), then the closing parenthesis it moves right, from the cursor on
+    row, column = terminal.lua("return { vim.fn.screenrow(), vim.fn.screencol() }")
+    first = shown["text"].split("\n")[0]
+    width = terminal.lua("return vim.api.nvim_win_get_width(0)") - column + 1
+    expected = (first + (shown.get("hint") or "") + ")")[:width]
+    terminal.wait_screen(
+        lambda screen: screen.split("\n")[row - 1][column - 1 :].rstrip().startswith(expected.rstrip())
+    )

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -458,3 +459,20 @@ def test_every_language_checks_without_hanging():
         "    check('f(x', '))\\n\"a', ')\\n', language)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_window_cut_inside_a_long_json_line_is_checked_in_linear_time():
+    """Every top-level comma of a window that starts inside an array is an error of its own: hundreds
+    of flaws before and after the candidate, each looked up among the baseline's, never compared with
+    all of them (16 times the window took over 100 times as long when they were)."""
+
+    def seconds(records: int) -> float:
+        window = ", ".join(f'{{"id": {i}, "tags": ["a", "b"]}}' for i in range(records))[9:]
+        best = float("inf")
+        for candidate in ("1", "2", "3"):  # a new candidate is a new parse
+            started = time.perf_counter()
+            check(window, candidate, "]", "json")
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    assert seconds(16 * 400) < 40 * seconds(400)

@@ -6,7 +6,7 @@ import pytest
 
 from diffusion_infill.lsp.items import placement
 from diffusion_infill.lsp.rope import Rope
-from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE, ModelText, bounded
+from diffusion_infill.lsp.window import MAX_AFTER, MAX_BEFORE, MAX_LINE, ModelText, bounded
 
 LINE = "    value = compute(value, 12)  # a line of code\n"
 TEXT = LINE * (3 * MAX_BEFORE // len(LINE)) + "x" * (MAX_BEFORE + 5) + "\n" + LINE * 10
@@ -51,3 +51,16 @@ def test_the_model_reads_lf_and_a_completion_is_written_with_the_documents_line_
     ).count("\n")
     assert window.line_end == line_end
     assert window.to_document("1\n    pass\n") == f"1{line_end}    pass{line_end}"
+
+
+@pytest.mark.parametrize("cursor", [10, MAX_LINE, 3 * MAX_LINE, 50_000, 99_990])
+def test_a_long_line_gives_the_window_at_most_max_line_characters_of_it_on_either_side(cursor):
+    line = "x" * 100_000
+    where = placement(Rope("import json\n" + line + "\nprint()\n"), len("import json\n") + cursor)
+    assert len(where.prefix.rsplit("\n", 1)[-1]) <= MAX_LINE and len(where.suffix.split("\n", 1)[0]) <= MAX_LINE
+    assert where.prefix.endswith("x" * min(cursor, MAX_LINE)), "the window keeps the line up to the cursor"
+
+
+def test_after_a_long_line_the_window_keeps_at_most_max_line_characters_of_it():
+    prefix, _ = bounded("y" * 100_000 + "\n", "")
+    assert prefix == "y" * (MAX_LINE - 1) + "\n"

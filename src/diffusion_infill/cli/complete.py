@@ -21,6 +21,7 @@ from diffusion_infill.cli.models import (
 )
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.lsp.window import around
 
 DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
 SAVE_CURSOR, RESTORE_AND_CLEAR = "\0337", "\0338\033[J"  # as transformers' TextDiffusionStreamer
@@ -45,18 +46,38 @@ class Location:
             raise LocationError(f"expected PATH:LINE:COL with 1-based numbers, got {spec!r}") from None
 
     def split(self, text: str) -> tuple[str, str]:
-        """(prefix, suffix) of `text` at this location."""
-        lines = text.split("\n")  # the cursor may also sit on the empty line after a final newline
-        if not 1 <= self.line <= len(lines):
+        """(prefix, suffix) of `text` at this location: the window the server would give the engine
+        (lsp.window), so a 20 MB file or a 3 MB line is completed as a small file is, with no copy of
+        either beyond the one read."""
+        offset = self.offset(text)
+        return around(text, offset, offset)
+
+    def offset(self, text: str) -> int:
+        """Where this location is in `text`, found without splitting it; a LocationError when it is not in it."""
+        start = _line_start(text, self.line)
+        if start is None:
             counted = len(text.splitlines())  # what an editor numbers: a final newline ends a line, starts none
             raise LocationError(f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range")
-        if not 1 <= self.column <= len(lines[self.line - 1]) + 1:
-            characters = plural(len(lines[self.line - 1]), "character")
+        end = text.find("\n", start)
+        length = (len(text) if end == -1 else end) - start
+        if not 1 <= self.column <= length + 1:
+            characters = plural(length, "character")
             raise LocationError(
                 f"line {self.line} of {self.path} has {characters}; column {self.column} is out of range"
             )
-        offset = sum(len(line) + 1 for line in lines[: self.line - 1]) + self.column - 1
-        return text[:offset], text[offset:]
+        return start + self.column - 1
+
+
+def _line_start(text: str, line: int) -> int | None:
+    """The offset of 1-based `line` (the empty line after a final newline too); None when there is none."""
+    if line < 1:
+        return None
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    return start
 
 
 def run(engine, location: Location, text: str, as_json: bool, min_confidence: float | None = None) -> int:

@@ -443,13 +443,21 @@ def _worsened(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) 
 
 
 def _outside(before: Sequence[_Flaw], after: Sequence[_Flaw], splice: _Splice) -> list[_Flaw]:
-    """The flaws of `after` that touch the candidate or lie outside every baseline flaw."""
-    spans = [splice.from_baseline(flaw) for flaw in before]
-    return [
-        flaw
-        for flaw in after
-        if splice.touches(flaw) or not any(start <= flaw.start and flaw.end <= end for start, end in spans)
-    ]
+    """The flaws of `after` that touch the candidate or lie outside every baseline flaw.
+
+    A window cut inside a line can hold hundreds of flaws before and after: each is looked up
+    among the baseline spans by its start (the furthest end of the spans starting at or before
+    it), not compared with every span."""
+    spans = sorted(splice.from_baseline(flaw) for flaw in before)
+    starts = [start for start, _ in spans]
+    furthest = list(accumulate((end for _, end in spans), max))
+    return [flaw for flaw in after if splice.touches(flaw) or not _inside(flaw, starts, furthest)]
+
+
+def _inside(flaw: _Flaw, starts: list[int], furthest: list[int]) -> bool:
+    """Whether some span starting at or before `flaw` ends at or after it."""
+    reached = bisect_right(starts, flaw.start)
+    return reached > 0 and furthest[reached - 1] >= flaw.end
 
 
 def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:

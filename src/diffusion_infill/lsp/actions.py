@@ -41,7 +41,7 @@ from diffusion_infill.lsp.languages import (
     closure_language,
 )
 from diffusion_infill.lsp.positions import PositionError
-from diffusion_infill.lsp.window import around
+from diffusion_infill.lsp.window import MAX_BEFORE, around
 
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
 KINDS = [QUICKFIX, REWRITE]
@@ -254,7 +254,8 @@ def surroundings(document: Document, target: Target) -> Surroundings:
     """The text around the target that the repair and the closure check see: bounded as a completion's
     (lsp.window), so a fix in a 10 MB file parses and keeps what one in a small file does."""
     language = closure_language(document.language_id, document.uri)
-    return Surroundings(*around(document.text, target.start, target.end), language)
+    # A repair reads the whole window of a long line, as it always has (lsp.window: MAX_LINE is for completions).
+    return Surroundings(*around(document.text, target.start, target.end, max_line=MAX_BEFORE), language)
 
 
 def _range(document: Document, target: Target, encoding: str) -> types.Range:

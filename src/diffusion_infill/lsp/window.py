@@ -7,6 +7,12 @@ the closure check, which parses what it is given on every candidate, and keeps t
 32 parses (diffusion_infill.engine.closure): on a whole 10 MB file that is seconds per check and hundreds
 of megabytes. A window that starts inside a string or comment is no problem for the
 check, which only asks that a candidate makes the window no worse than it was.
+
+A line is bounded too: of a line the window cuts (a minified file's one line, the cursor's own
+line when it is long), it keeps at most MAX_LINE characters on either side of the cursor. A
+window cut inside a line has no structure to offer the check beyond its last few kilobytes, and
+a 32 KB window of one JSON line parses to hundreds of errors that every candidate is compared
+against: a completion at the end of a 3 MB line costs what one in a small file does.
 """
 
 from __future__ import annotations
@@ -18,24 +24,42 @@ from diffusion_infill.lsp.rope import Rope
 
 MAX_BEFORE = 32_768  # characters before the cursor
 MAX_AFTER = 8_192  # characters after it
+MAX_LINE = 2_048  # characters of a line the window cuts, on either side of the cursor
 
 
-def bounded(prefix: str, suffix: str, max_before: int = MAX_BEFORE, max_after: int = MAX_AFTER) -> tuple[str, str]:
-    """The end of `prefix` and the start of `suffix`, cut at line boundaries where there is one."""
-    if len(prefix) > max_before:
-        start = len(prefix) - max_before
-        newline = prefix.find("\n", start, len(prefix) - 1)  # never the last character: that leaves nothing
-        prefix = prefix[newline + 1 if newline != -1 else start :]
-    if len(suffix) > max_after:
-        newline = suffix.rfind("\n", 1, max_after)
-        suffix = suffix[: newline + 1 if newline != -1 else max_after]
-    return prefix, suffix
+def bounded(
+    prefix: str, suffix: str, max_before: int = MAX_BEFORE, max_after: int = MAX_AFTER, max_line: int = MAX_LINE
+) -> tuple[str, str]:
+    """The end of `prefix` and the start of `suffix`, cut at line boundaries where there is one, and
+    at `max_line` characters from the cursor where the cut falls inside a line."""
+    return prefix[_prefix_start(prefix, max_before, max_line) :], suffix[: _suffix_end(suffix, max_after, max_line)]
 
 
-def around(text: str | Rope, start: int, end: int, lead: str = "") -> tuple[str, str]:
+def _prefix_start(prefix: str, max_before: int, max_line: int) -> int:
+    end, line = len(prefix), min(max_line, max_before)
+    if end > line and prefix.rfind("\n", end - line - 1) == -1:  # the cursor's line is longer: cut inside it
+        return end - line
+    if end <= max_before:
+        return 0
+    newline = prefix.find("\n", end - max_before, end - 1)  # never the last character: that leaves nothing
+    return newline + 1 if newline != -1 else end - line
+
+
+def _suffix_end(suffix: str, max_after: int, max_line: int) -> int:
+    line = min(max_line, max_after)
+    if len(suffix) > line and suffix.find("\n", 0, line) == -1:  # the rest of the line is longer: cut inside it
+        return line
+    if len(suffix) <= max_after:
+        return len(suffix)
+    newline = suffix.rfind("\n", 1, max_after)
+    return newline + 1 if newline != -1 else line
+
+
+def around(text: str | Rope, start: int, end: int, lead: str = "", max_line: int = MAX_LINE) -> tuple[str, str]:
     """`bounded(text[:start] + lead, text[end:])`, slicing only the window's worth of `text`: one
     character more than the window on each side, so `bounded` cuts where it would in the whole text."""
-    return bounded(text[max(0, start - MAX_BEFORE - 1) : start] + lead, text[end : end + MAX_AFTER + 1])
+    before, after = text[max(0, start - MAX_BEFORE - 1) : start] + lead, text[end : end + MAX_AFTER + 1]
+    return bounded(before, after, max_line=max_line)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

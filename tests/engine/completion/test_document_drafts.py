@@ -72,3 +72,11 @@ def test_before_closers_a_draft_that_does_not_end_with_them_is_not_offered():
     assert offer(InfillRequest(COUNTING, ") + 1\n", "python")) is None  # code after the closer
     assert offer(InfillRequest("f(x)\nf(x", ")\n", "python")) is None  # nothing but the closer left
     assert offer(InfillRequest("keys = {a: [b]}\nkeys = {a: [", "]\n", "python")) is None  # `b]}` ends in `}`
+
+
+def test_a_long_line_before_the_last_tokens_changes_nothing():
+    earlier = "config.load(path, strict=True)\n"
+    assert document_draft(earlier + "config.load(path,").text == " strict=True)"
+    for long_line in ("[1, 2], " * 20_000, "z" * 100_000 + " "):
+        assert document_draft(earlier + long_line + "config.load(path,").text == " strict=True)"
+    assert document_draft("[1, 2], " * 20_000 + "[1,") is None  # no earlier place ends its line

@@ -23,6 +23,7 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 ---@field timer? uv.uv_timer_t
 ---@field at? integer[] the cursor when the text or cursor last changed
 ---@field info? boolean the info line of the last suggestion is shown
+---@field converted? {tick: integer, cols: table<string, integer>} byte columns of LSP positions in this version
 local states = {} ---@type table<integer, diffusion_infill.State>
 
 local function state(buf)
@@ -34,19 +35,48 @@ function M.client(buf)
   return vim.lsp.get_clients({ bufnr = buf, name = M.client_name })[1]
 end
 
---- Byte column of an LSP position on `row` of `buf`.
+--- Bytes in line `row` of `buf`, without reading the line.
+local function line_length(buf, row)
+  local length = api.nvim_buf_get_offset(buf, row + 1) - api.nvim_buf_get_offset(buf, row)
+  if row + 1 < api.nvim_buf_line_count(buf) then
+    return length - 1
+  end
+  local bo = vim.bo[buf] -- the last line's EOL is counted where it would be written
+  return (bo.eol or (bo.fixeol and not bo.binary)) and length - 1 or length
+end
+
+--- Byte column of an LSP position on `row` of `buf`, computed once per buffer version and position
+--- (every draft of a run names the same one), from only the part of the line it needs: in a 3 MB
+--- line a draft does not copy the line.
 local function byte_col(buf, row, character, encoding)
-  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+  local st, tick = state(buf), api.nvim_buf_get_changedtick(buf)
+  if not (st.converted and st.converted.tick == tick) then
+    st.converted = { tick = tick, cols = {} }
+  end
+  local key = table.concat({ row, character, encoding }, ':')
+  if st.converted.cols[key] then
+    return st.converted.cols[key]
+  elseif row >= api.nvim_buf_line_count(buf) then
+    return 0 -- no such line: an empty one's column
+  end
+  local length = line_length(buf, row)
+  -- a UTF-16 or UTF-32 unit is at most 4 bytes; one more character's worth so none is cut
+  local part = encoding == 'utf-8' and character or 4 * character + 4
+  local line = api.nvim_buf_get_text(buf, row, 0, row, math.max(0, math.min(part, length)), {})[1] or ''
+  local col
   if encoding == 'utf-8' then
-    return math.min(character, #line)
-  end
-  local ok, col
-  if has_011 then
-    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
+    col = math.min(character, #line)
   else
-    ok, col = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
+    local ok, found
+    if has_011 then
+      ok, found = pcall(vim.str_byteindex, line, encoding, character, false)
+    else
+      ok, found = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
+    end
+    col = ok and found or #line
   end
-  return ok and col or #line
+  st.converted.cols[key] = col
+  return col
 end
 
 local function cursor()
@@ -67,6 +97,31 @@ local function fresh(buf, tick, pos)
   return api.nvim_buf_get_changedtick(buf) == tick and now[1] == pos[1] and now[2] == pos[2]
 end
 
+--- Bytes of a line from which ghost text is an overlay, not inline virtual text: Neovim lays out a
+--- line that holds inline virtual text by measuring every character before it, at every redraw, so
+--- in a 3 MB line each key took 2 s while the mark was there (0.4 s without it, or with an overlay).
+M.LONG_LINE = 10000
+
+--- Extmark options that draw `lines` (chunks of ghost text per line) at (row, col). Inline, so the
+--- text after the cursor moves right as it will when accepted; on a line over LONG_LINE bytes an
+--- overlay, which covers the rest of the cursor's screen row with the ghost text followed by the
+--- text it moves right (a wrapped line's later rows show that text where it stands now).
+function M.mark(buf, row, col, lines)
+  local opts = { virt_text = lines[1], virt_lines = #lines > 1 and { unpack(lines, 2) } or nil, hl_mode = 'combine' }
+  local length = line_length(buf, row)
+  if length <= M.LONG_LINE then
+    opts.virt_text_pos = 'inline'
+    return opts
+  end
+  opts.virt_text_pos = 'overlay'
+  if col < length then
+    local width = api.nvim_win_get_width(0)
+    local after = api.nvim_buf_get_text(buf, row, col, row, math.min(col + 4 * width, length), {})[1] or ''
+    opts.virt_text = vim.list_extend(vim.deepcopy(lines[1]), { { vim.fn.strcharpart(after, 0, width), 'Normal' } })
+  end
+  return opts
+end
+
 --- Paints `text` at (row, col), and `hint` (which item of how many) after its last line; a repaint
 --- of the same text is skipped (no flicker).
 local function show(buf, row, col, text, hl, hint)
@@ -85,13 +140,9 @@ local function show(buf, row, col, text, hl, hint)
   if hint then
     table.insert(lines[#lines], { hint, 'DiffusionInfillCount' })
   end
-  api.nvim_buf_set_extmark(buf, M.ns, row, col, {
-    id = MARK,
-    virt_text = lines[1],
-    virt_text_pos = 'inline',
-    virt_lines = #lines > 1 and { unpack(lines, 2) } or nil,
-    hl_mode = 'combine',
-  })
+  local opts = M.mark(buf, row, col, lines)
+  opts.id = MARK
+  api.nvim_buf_set_extmark(buf, M.ns, row, col, opts)
   st.shown = { row = row, col = col, text = text, hl = hl, hint = hint }
 end
 
@@ -173,14 +224,16 @@ local function display(buf, item, encoding)
     return text
   end
   local row, col = unpack(cursor())
-  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
   local s_row, e_row = range.start.line, range['end'].line
   if s_row ~= row or e_row ~= row then
     return text
   end
   local s_col = byte_col(buf, row, range.start.character, encoding)
   local e_col = byte_col(buf, row, range['end'].character, encoding)
-  local typed, replaced = line:sub(s_col + 1, col), line:sub(col + 1, e_col)
+  local function between(from, to) -- the line's bytes from..to (0-based, end exclusive), not the whole line
+    return from < to and api.nvim_buf_get_text(buf, row, from, row, to, {})[1] or ''
+  end
+  local typed, replaced = between(s_col, col), between(col, e_col)
   if text:sub(1, #typed) == typed then
     text = text:sub(#typed + 1)
   end

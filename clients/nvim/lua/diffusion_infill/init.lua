@@ -101,12 +101,7 @@ local function draw_whole(show)
       table.insert(lines[#lines], { hint, 'ComplHintMore' })
     end
     local row, col = unpack(api.nvim_win_get_cursor(win))
-    api.nvim_buf_set_extmark(self.bufnr, NATIVE_NS, row - 1, col, {
-      virt_text = lines[1],
-      virt_lines = #lines > 1 and { unpack(lines, 2) } or nil,
-      virt_text_pos = 'inline',
-      hl_mode = 'combine',
-    })
+    api.nvim_buf_set_extmark(self.bufnr, NATIVE_NS, row - 1, col, ghost.mark(self.bufnr, row - 1, col, lines))
   end
 end
 
