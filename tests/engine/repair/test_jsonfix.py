@@ -338,7 +338,7 @@ def test_wrappers_go_strings_stay_whole_and_nothing_is_made_up(kind):
 
 
 def test_a_comment_holding_brackets_of_its_own_runs_to_its_line_end():
-    assert json.loads(structural_repair('{"a": 1, // see {b} and [c]\n"d": 2')) == {"a": 1, "d": 2}
+    assert json.loads(structural_repair('{"a": 1, // see {b}, [c], then\n"d": 2')) == {"a": 1, "d": 2}
     assert comments('{"a": 1} // x }') == Counter({"// x }": 1})  # a closer with nothing after it: the comment's
 
 

@@ -216,3 +216,10 @@ def test_a_fence_is_closed_only_by_a_line_that_can_close_it():
     assert problems(text) == []
     example = "```text\n```js\ncode\n```\n"  # ```js cannot close it: it is the first line of its content
     assert problems(example) == [] and fix(example) == example
+
+
+def test_pipes_over_a_short_delimiter_row_with_rows_as_short_are_a_paragraph_left_alone():
+    for text in ("| name | size |\n| ---- |\n| disk |\n", "| name | size |\n|---|\n"):  # GFM: no table
+        assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
+    lost = "| name | size |\n| ---- |\n| disk | 4 GB |\n"  # a row as wide as the header: a cell was lost
+    assert fix(lost) == "| name | size |\n| ---- | --- |\n| disk | 4 GB |\n"
