@@ -311,6 +311,11 @@ ROUND_4 = {
         '{"log": "got {"id": 4} back", "ok": true}',
         {"log": 'got {"id": 4} back', "ok": True},
     ),
+    "an object quoted in a string, a fence after it": (
+        '{"md": "```json {"k": [1, 2]}```"}',
+        {"md": '```json {"k": [1, 2]}```'},
+    ),
+    "an object quoted at a string's end": ('{"a": "x {"b": 1}"}', {"a": 'x {"b": 1}'}),
     "a stray quote before two parentheses": ('{"h": "six feet ((72")) tall"}', {"h": 'six feet ((72")) tall'}),
     "several fenced blocks after prose": (
         'First:\n```json\n{"a": 1}\n```\nthen:\n```json\n[2]\n```\n',
@@ -323,6 +328,7 @@ ROUND_4 = {
     "a set literal": ("{'red', 'green'}", ["red", "green"]),
     "a set literal in an object": ('{"tags": {"x", "y"}, "n": 2}', {"tags": ["x", "y"], "n": 2}),
     "bare words separated by commas": ("red, green,blue", ["red", "green", "blue"]),
+    "bare phrases separated by commas": ("dark red, green", ["dark red", "green"]),
     "a hash comment before a closer": ('{"o": {"p": 1 # note }, "q": 2}', {"o": {"p": 1}, "q": 2}),
     "a slash comment before a closer": ("[[1, 2 // two ], 3]", [[1, 2], 3]),
     "two commas in a row": ('{"a":1,,}', {"a": 1}),
@@ -345,3 +351,15 @@ def test_a_comment_holding_brackets_of_its_own_runs_to_its_line_end():
 def test_a_fence_after_a_bracket_is_the_jsons_not_a_wrapper():
     text = '["```", "x"'
     assert json.loads(structural_repair(text)) == ["```", "x"]
+
+
+def test_an_equals_sign_between_key_and_value_is_the_colon_written_in_its_place():
+    assert structural_repair('{"a" = 1, b = "two"}') == '{"a" : 1, "b" : "two"}'
+
+
+def test_closers_left_over_after_a_document_do_not_end_the_ones_after_it():
+    assert json.loads(structural_repair('{"a": 1}}\n{"b": 2}')) == [{"a": 1}, {"b": 2}]
+
+
+def test_a_closer_that_closes_nothing_is_skipped_and_the_items_after_it_stay():
+    assert json.loads(structural_repair("[1, 2}, 3]")) == [1, 2, 3]

@@ -214,7 +214,18 @@ def _inner_document_end(text: str, quote: int, closers: str) -> int | None:
         end = _DECODER.raw_decode(text, bracket)[1]
     except (json.JSONDecodeError, RecursionError):
         return None
-    return end if _text_goes_on(text, end, closers) else None
+    return end if _ends_on_its_line(text, end, closers) else None
+
+
+def _ends_on_its_line(text: str, index: int, closers: str) -> bool:
+    """Whether the string goes on from `index` to a quote on the same line that ends it, with no colon
+    or other quote before it (```` ```"} ````, ` back", "n": 1`): what follows is the string's text."""
+    close = index
+    while close < len(text) and text[close] not in _QUOTES and text[close] not in ":\r\n":
+        close += 1
+    if close == len(text) or text[close] not in closers:
+        return False
+    return _ends_string(text, close + 1) and text[close + 1 :].lstrip(" \t")[:1] != ":"
 
 
 def _in_key_place(text: str, start: int) -> bool:

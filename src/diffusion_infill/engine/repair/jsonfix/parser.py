@@ -314,7 +314,7 @@ class _Parser:
             return None
         self.value()
         # `a,b`: bare words separated by commas are a list of them, as numbers are (`1,2,3`)
-        words_listed = first.kind == "word" and first.text not in _LITERALS and self.position == first.end
+        words_listed = first.kind == "word" and first.text not in _LITERALS and self.text[self.position - 1] != ")"
         values = 1
         while (token := self.peek()) is not None:
             # `{"a": 1}` then `"b": 2}`: closed too early, without a comma (`Note: ...` after it is prose)
