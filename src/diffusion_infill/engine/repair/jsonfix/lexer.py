@@ -337,19 +337,23 @@ def _space(text: str) -> str:
 def _line_comment_end(text: str, start: int) -> int:
     """Where a `//` or `#` comment at `start` ends: at its line's end, or before a closer it did not
     open when a comma or another closer follows it on the line (`{"a": {"b": 1 # note }, "c": 2}`
-    written on one line: the comment does not take `}, "c": 2}`)."""
-    line_break = _LINE_BREAK.search(text, start)  # a lone carriage return ends a line too
-    end = len(text) if line_break is None else line_break.start()
-    depth = 0
-    for index in range(start, end):
+    written on one line: the comment does not take `}, "c": 2}`). One pass over the comment."""
+    index, depth, decided = start, 0, False
+    while index < len(text) and text[index] not in "\r\n":
         char = text[index]
-        if char in "{[":
+        if char in "{[" and not decided:
             depth += 1
-        elif char in "}]":
+        elif char in "}]" and not decided:
             if depth == 0:
-                return index if text[index + 1 : end].lstrip(" \t")[:1] in (",", "}", "]") else end
+                after = index + 1
+                while after < len(text) and text[after] in " \t":
+                    after += 1
+                if text[after : after + 1] in (",", "}", "]"):
+                    return index
+                decided = True  # the first closer it did not open decides: the rest of the line is the comment's
             depth -= 1
-    return end
+        index += 1
+    return index
 
 
 def token_at(text: str, index: int) -> Token:
