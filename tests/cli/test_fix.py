@@ -9,6 +9,7 @@ import pytest
 
 from diffusion_infill.cli.fix import RangeError, Selection
 from diffusion_infill.cli.main import SAMPLE, main
+from diffusion_infill.engine.repair.jsonfix import strip_jsonc
 
 BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
 
@@ -95,7 +96,7 @@ def test_prose_with_brackets_is_not_json_and_left_alone(tmp_path, capsys):
     source.write_bytes(b"not json at all {{{ ]]]\n")
     assert main(["fix", str(source), "--write", "--no-model"]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "not json at all {{{ ]]]\n"
+    assert captured.out == ""  # --write prints what it wrote, and it wrote nothing
     assert captured.err == "diffusion-infill: not fixed: the file is not JSON: there is no JSON value in it\n"
     assert source.read_bytes() == b"not json at all {{{ ]]]\n"
 
@@ -141,8 +142,49 @@ def test_range_columns_are_one_based_and_the_end_exclusive():
     assert Selection.parse("2:2-2:4", "ab\ncdef\n") == Selection(4, 6)
 
 
-def test_the_quick_starts_broken_json_leaves_no_trailing_space_where_its_comment_was(capsys):
-    assert main(["fix", str(SAMPLE.parent / "broken.json"), "--no-model"]) == 0
-    fixed = capsys.readouterr().out
-    assert json.loads(fixed) == {"name": "shapes", "sizes": [1, 2, 3], "tags": ["circle", "square"], "ok": True}
-    assert [line for line in fixed.splitlines() if line != line.rstrip()] == []
+def test_the_quick_starts_broken_json_keeps_its_comment_or_drops_it_without_trailing_space(capsys):
+    sample = str(SAMPLE.parent / "broken.json")
+    assert main(["fix", sample, "--no-model"]) == 0
+    captured = capsys.readouterr()
+    assert "// the quick start's broken JSON" in captured.out and captured.err == ""  # a .json file's comments: JSONC
+    assert json.loads(strip_jsonc(captured.out)) == {
+        "name": "shapes",
+        "sizes": [1, 2, 3],
+        "tags": ["circle", "square"],
+        "ok": True,
+    }
+    assert main(["fix", sample, "--kind", "json", "--no-model"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"name": "shapes", "sizes": [1, 2, 3], "tags": ["circle", "square"], "ok": True}
+    assert [line for line in captured.out.splitlines() if line != line.rstrip()] == []
+    assert captured.err == (
+        "diffusion-infill: dropped 1 comment: only // and /* */ comments are kept, and only as JSONC\n"
+    )
+
+
+def test_a_settings_json_keeps_its_comments_and_a_hash_comment_dropped_is_reported(tmp_path, capsys):
+    source = tmp_path / "settings.json"
+    source.write_text('{\n  // font\n  "editor.fontSize": 14\n  "x": 1, # not JSONC\n}\n')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    result = last_json(capsys.readouterr().out)
+    assert result["text"] == '{\n  // font\n  "editor.fontSize": 14,\n  "x": 1,\n}\n'
+    assert result["dropped_comments"] == 1
+
+
+def test_a_byte_order_mark_and_crlf_are_written_back_byte_for_byte(tmp_path, capsys):
+    source = tmp_path / "bom.json"
+    source.write_bytes(b'\xef\xbb\xbf{\r\n  "a": 1\r\n  "b": 2\r\n}\r\n')
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert capsys.readouterr().out == f"diffusion-infill: wrote {source} (28 characters)\n"  # one line, not the file
+    assert source.read_bytes() == b'\xef\xbb\xbf{\r\n  "a": 1,\r\n  "b": 2\r\n}\r\n'
+
+
+@pytest.mark.parametrize("name", ["empty.json", "empty.jsonc", "empty.md", "empty.txt"])
+@pytest.mark.parametrize("content", ["", "\n  \n", "\ufeff"])
+def test_an_empty_file_gets_one_answer_whatever_its_kind(tmp_path, capsys, name, content):
+    source = tmp_path / name
+    source.write_text(content, encoding="utf-8")
+    assert main(["fix", str(source), "--no-model"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == content
+    assert captured.err == "diffusion-infill: nothing to fix: the file is empty\n"

@@ -12,16 +12,19 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from diffusion_infill.cli import remote
 from diffusion_infill.cli.inputs import CliError, plural, read_text
 from diffusion_infill.cli.models import add_model_options, check_device, check_model, load_model, start_torch
 from diffusion_infill.engine.closure import language_for_path
+from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
 
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
+_BOM = "\ufeff"  # a UTF-8 byte order mark, as read
 
 
 class RangeError(CliError):
@@ -64,10 +67,11 @@ def pick_kind(kind: str, path: Path, selected: str) -> str:
         return kind
     if path.suffix.lower() == ".jsonc":
         return "jsonc"  # comments and trailing commas are allowed there, and kept
-    if selected.lstrip()[:1] in ("{", "["):
-        return "json"
     language = language_for_path(str(path))
-    if language in ("json", "markdown"):
+    if selected.lstrip()[:1] in ("{", "[") or language == "json":
+        # tsconfig.json, VS Code's settings.json: `//` comments in a .json file are JSONC's, kept
+        return "jsonc" if jsonfix.comments(selected) else "json"
+    if language == "markdown":
         return language
     raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, markdown or regenerate")
 
@@ -94,22 +98,50 @@ def run(
     as_json: bool,
     write: bool,
     ranged: bool = True,
+    bom: str = "",
 ) -> int:
     """Prints the fixed text (or one JSON object); 0 when fixed or nothing is broken, 1 when no
-    valid fix exists. `ranged`: a --range was given (else the reasons speak of the file)."""
+    valid fix exists. `ranged`: a --range was given (else the reasons speak of the file); `bom`: the
+    byte order mark `text` was read with, written back before it."""
     result = fix_text(fixer, kind, text, selection, path)
-    whole = text[: selection.start] + result.text + text[selection.end :]
-    reason = result.reason if ranged or result.reason is None else result.reason.replace("the selection", "the file")
+    if not ranged and result.reason is not None:
+        result = replace(result, reason=result.reason.replace("the selection", "the file"))
+    whole = bom + text[: selection.start] + result.text + text[selection.end :]
+    dropped = dropped_comments(text[selection.start : selection.end], result.text) if result.fixed else 0
+    return report(path, whole, result, as_json, write, dropped)
+
+
+def dropped_comments(selected: str, fixed: str) -> int:
+    """The comments of the selection (`//`, `/* */`, `#`) that its fix left out."""
+    if not ("/" in selected or "#" in selected):
+        return 0
+
+    def found(text: str) -> Counter:
+        return Counter(token.text for token in jsonfix.tokenize(text) if token.kind in ("comment", "hash"))
+
+    return sum((found(selected) - found(fixed)).values())
+
+
+def report(path: Path, whole: str, result: FixResult, as_json: bool, write: bool, dropped: int = 0) -> int:
+    """Writes the file (with --write, when fixed) and says what happened: the fixed text, or with
+    --write one line naming what was written, or one JSON object; the exit status."""
     if write and result.fixed:
         with path.open("w", encoding="utf-8", newline="") as file:  # line endings as they are in the text
             file.write(whole)
+    lost = f"dropped {plural(dropped, 'comment')}: only // and /* */ comments are kept, and only as JSONC"
     if as_json:
-        print(json.dumps({"text": whole, "fixed": result.fixed, "reason": reason}))
-    else:
+        answer = {"text": whole, "fixed": result.fixed, "reason": result.reason}
+        print(json.dumps(answer | ({"dropped_comments": dropped} if dropped else {})))
+        return 0 if result.fixed or result.already_valid else 1
+    if write and result.fixed:
+        print(f"diffusion-infill: wrote {path} ({plural(len(whole), 'character')})")
+    elif not write:
         sys.stdout.write(whole)
-        if not result.fixed:
-            verdict = "nothing to fix" if result.already_valid else "not fixed"
-            print(f"diffusion-infill: {verdict}: {reason}", file=sys.stderr)
+    if dropped:
+        print(f"diffusion-infill: {lost}", file=sys.stderr)
+    if not result.fixed:
+        verdict = "nothing to fix" if result.already_valid else "not fixed"
+        print(f"diffusion-infill: {verdict}: {result.reason}", file=sys.stderr)
     return 0 if result.fixed or result.already_valid else 1
 
 
@@ -152,12 +184,17 @@ def loads_model(args: argparse.Namespace, kind: str) -> bool:
 def main(args: argparse.Namespace) -> int:
     """Checks the file, the range and the model, then fixes."""
     text = read_text(args.path, exact=True)
+    bom = _BOM if text.startswith(_BOM) else ""  # kept as it is, out of the repairs' way and the columns
+    text = text[len(bom) :]
+    if args.range is None and not text.strip():  # the same answer whatever the kind
+        empty = FixResult(text, False, "the file is empty", already_valid=True)
+        return report(args.path, bom + text, empty, args.json, args.write)
     selection = Selection.parse(args.range, text)
     kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
     ranged = args.range is not None
     if not loads_model(args, kind):  # the deterministic repairs: no torch, no model stack
         why = "--no-model was given" if args.no_model else "no --model was given"
-        return run(Fixer(None, why), args.path, text, selection, kind, args.json, args.write, ranged=ranged)
+        return run(Fixer(None, why), args.path, text, selection, kind, args.json, args.write, ranged=ranged, bom=bom)
     args.model = args.model or None  # `--model` alone: the embedded model
     server = remote.remote_settings(args)
     check_model(args)
@@ -175,4 +212,4 @@ def main(args: argparse.Namespace) -> int:
         canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
         repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
         fixer = Fixer(repairer, f"{loaded.source} was not trained on the infill canvas")
-    return run(fixer, args.path, text, selection, kind, args.json, args.write, ranged=ranged)
+    return run(fixer, args.path, text, selection, kind, args.json, args.write, ranged=ranged, bom=bom)

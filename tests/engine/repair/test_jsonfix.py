@@ -293,3 +293,73 @@ def test_a_hash_comment_leaves_no_blank_line_or_trailing_space():
 @pytest.mark.parametrize("text", ["not json at all {{{ ]]]", "Nothing here: [ ] { }"])
 def test_prose_around_brackets_with_no_value_is_not_json(text):
     assert structural_repair(text) is None
+
+
+# Round 4 (issue 42): what wraps a value is stripped, what a string holds stays in it, and no key or
+# value is made up for text that is cut off. Each a shape of its own, not another suite's case.
+ROUND_4 = {
+    "a call around the value": ('load_data({"id": 3});', {"id": 3}),
+    "a call around an empty object": ("cb_9({});", {}),
+    "a comment before a call": ("/* v2 */ handler ([1, 2])", [1, 2]),
+    "a block comment after the value, never closed": ("[] /* unfinished", []),
+    "a fence inside a multi-line string": (
+        '{"answer": "Run this:\n```sh\nmake all\n```\nthen wait", "n": 1}',
+        {"answer": "Run this:\n```sh\nmake all\n```\nthen wait", "n": 1},
+    ),
+    "a fence ending a string": ('{"md": "Intro\n~~~\nx = {1}\n~~~\n"}', {"md": "Intro\n~~~\nx = {1}\n~~~\n"}),
+    "an object quoted mid-string": (
+        '{"log": "got {"id": 4} back", "ok": true}',
+        {"log": 'got {"id": 4} back', "ok": True},
+    ),
+    "an object quoted in a string, a fence after it": (
+        '{"md": "```json {"k": [1, 2]}```"}',
+        {"md": '```json {"k": [1, 2]}```'},
+    ),
+    "an object quoted at a string's end": ('{"a": "x {"b": 1}"}', {"a": 'x {"b": 1}'}),
+    "a stray quote before two parentheses": ('{"h": "six feet ((72")) tall"}', {"h": 'six feet ((72")) tall'}),
+    "several fenced blocks after prose": (
+        'First:\n```json\n{"a": 1}\n```\nthen:\n```json\n[2]\n```\n',
+        [{"a": 1}, [2]],
+    ),
+    "inline fences after prose": ('Output: ```json {"a": 1} ``` and ```json [2] ```', [{"a": 1}, [2]]),
+    "a cut-off key after a value": ('[{"id": 1, "id', [{"id": 1}]),
+    "a cut-off bare key": ('{"a": 1, b', {"a": 1}),
+    "a whole key whose value is cut off": ('{"a": 1, "b":', {"a": 1, "b": None}),
+    "a set literal": ("{'red', 'green'}", ["red", "green"]),
+    "a set literal in an object": ('{"tags": {"x", "y"}, "n": 2}', {"tags": ["x", "y"], "n": 2}),
+    "bare words separated by commas": ("red, green,blue", ["red", "green", "blue"]),
+    "bare phrases separated by commas": ("dark red, green", ["dark red", "green"]),
+    "a hash comment before a closer": ('{"o": {"p": 1 # note }, "q": 2}', {"o": {"p": 1}, "q": 2}),
+    "a slash comment before a closer": ("[[1, 2 // two ], 3]", [[1, 2], 3]),
+    "two commas in a row": ('{"a":1,,}', {"a": 1}),
+    "two commas between items": ("[1,,2]", [1, 2]),
+}
+
+
+@pytest.mark.parametrize("kind", list(ROUND_4))
+def test_wrappers_go_strings_stay_whole_and_nothing_is_made_up(kind):
+    broken, intended = ROUND_4[kind]
+    repaired = structural_repair(broken)
+    assert json.loads(repaired) == intended
+
+
+def test_a_comment_holding_brackets_of_its_own_runs_to_its_line_end():
+    assert json.loads(structural_repair('{"a": 1, // see {b}, [c], then\n"d": 2')) == {"a": 1, "d": 2}
+    assert comments('{"a": 1} // x }') == Counter({"// x }": 1})  # a closer with nothing after it: the comment's
+
+
+def test_a_fence_after_a_bracket_is_the_jsons_not_a_wrapper():
+    text = '["```", "x"'
+    assert json.loads(structural_repair(text)) == ["```", "x"]
+
+
+def test_an_equals_sign_between_key_and_value_is_the_colon_written_in_its_place():
+    assert structural_repair('{"a" = 1, b = "two"}') == '{"a" : 1, "b" : "two"}'
+
+
+def test_closers_left_over_after_a_document_do_not_end_the_ones_after_it():
+    assert json.loads(structural_repair('{"a": 1}}\n{"b": 2}')) == [{"a": 1}, {"b": 2}]
+
+
+def test_a_closer_that_closes_nothing_is_skipped_and_the_items_after_it_stay():
+    assert json.loads(structural_repair("[1, 2}, 3]")) == [1, 2, 3]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diffusion_infill.engine.repair.markdown_rules import Outline, cells, fix, outline, problems
+from diffusion_infill.engine.repair.markdown_rules import Outline, cells, code_blocks, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
 
@@ -191,3 +191,35 @@ def test_a_fence_that_swallowed_the_next_ones_opening_line_is_closed_where_its_c
 def test_a_crlf_document_keeps_crlf_in_the_lines_a_fix_adds_and_rewrites():
     assert fix("| a | b |\r\n|---|\r\n| 1 | 2 |\r\n") == "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n"
     assert fix("text\r\n```sh\r\nx\r\n```\r\n") == "text\r\n\r\n```sh\r\nx\r\n```\r\n"
+
+
+def test_a_paragraph_ends_a_list_so_the_next_list_keeps_its_own_marker():
+    text = "* a\n* b\n\nA paragraph between two lists.\n\n- c\n- d\n"
+    assert problems(text) == []
+    assert fix(text) == text
+
+
+def test_a_fence_opened_on_a_list_items_marker_line_is_the_items_fence_kept_byte_for_byte():
+    text = "- first\n- ```js\n  let x = `a`;\n  ```\n- last\n"
+    assert [problem.rule for problem in problems(text)] == ["fence-blank", "fence-blank"]  # MD031, as markdownlint
+    fixed = fix(text)
+    assert fixed == "- first\n\n- ```js\n  let x = `a`;\n  ```\n\n- last\n"  # blank lines around it, nothing else
+    assert code_blocks(fixed) == code_blocks(text) == ["  let x = `a`;"]
+
+
+def test_an_ordered_items_fence_left_unclosed_is_closed_inside_the_item():
+    assert fix("1. ```sh\n   make\n2. next\n") == "1. ```sh\n   make\n   ```\n\n2. next\n"
+
+
+def test_a_fence_is_closed_only_by_a_line_that_can_close_it():
+    text = "````md\n```js\ncode\n```\n````\n"  # a longer fence shows a fenced example
+    assert problems(text) == []
+    example = "```text\n```js\ncode\n```\n"  # ```js cannot close it: it is the first line of its content
+    assert problems(example) == [] and fix(example) == example
+
+
+def test_pipes_over_a_short_delimiter_row_with_rows_as_short_are_a_paragraph_left_alone():
+    for text in ("| name | size |\n| ---- |\n| disk |\n", "| name | size |\n|---|\n"):  # GFM: no table
+        assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
+    lost = "| name | size |\n| ---- |\n| disk | 4 GB |\n"  # a row as wide as the header: a cell was lost
+    assert fix(lost) == "| name | size |\n| ---- | --- |\n| disk | 4 GB |\n"

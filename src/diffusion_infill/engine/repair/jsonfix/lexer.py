@@ -110,27 +110,48 @@ def _ends_string(text: str, index: int) -> bool:
     return text[index - 1] in " \t" and _KEY_AHEAD.match(text, index) is not None
 
 
-def _continues_on_next_line(text: str, line_start: int, closers: str, key: bool) -> bool:
+def _continues_on_next_line(text: str, line_start: int, closers: str, key: bool, fenced: bool = False) -> bool:
     """A line break written inside a string: the next line holds only text up to a closing quote
     that ends the string (`"line one` / `line two",`), or, for a `key`, that a colon follows
-    (`"first` / `name": "Ada"`)."""
+    (`"first` / `name": "Ada"`). After a fenced block in the string (`fenced`) that line may hold
+    the closing quote alone."""
     end = _LINE_BREAK.search(text, line_start)
     line = text[line_start : len(text) if end is None else end.start()]
     close = next((i for i, char in enumerate(line) if char in closers), None)
-    if close is None or not line[:close].strip() or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
+    if close is None or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
+        return False
+    if not fenced and not line[:close].strip():
         return False
     after = line_start + close + 1
     return _ends_string(text, after) and (key or text[after:].lstrip(" \t")[:1] != ":")
+
+
+_FENCE_LINE = re.compile(r"[ \t]*(`{3,}|~{3,})[^\r\n`]*(?=\r|\n|\Z)")
+
+
+def _fenced_lines_end(text: str, line_start: int) -> int | None:
+    """When the line at `line_start` opens a fenced code block (```` ``` ```` or `~~~`, a Markdown
+    answer held in a string) that a later line closes: the end of that closing line, else None."""
+    opener = _FENCE_LINE.match(text, line_start)
+    if opener is None:
+        return None
+    fence = opener.group(1)
+    closing = re.compile(rf"(?:\r\n|\r|\n)[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=\r|\n|\Z)")
+    found = closing.search(text, opener.end())
+    return None if found is None else found.end()
 
 
 def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
     """A quote before `)` inside a string (`"six feet (72") tall"`, `"[link]("url")"`): the string
     goes on after the parenthesis, with words or with a quote that ends it. After a call's argument
     (`ObjectId("5f1e"),`) structure follows instead."""
-    rest = text[index:].lstrip(" \t")
-    if not rest.startswith(")"):
+    following = index
+    while following < len(text) and text[following] in " \t":
+        following += 1
+    if text[following : following + 1] != ")":
         return False
-    following = index + len(text[index:]) - len(rest) + 1
+    while following < len(text) and text[following] == ")":  # `((72")) tall`: every parenthesis it closes
+        following += 1
     while following < len(text) and text[following] in " \t":
         following += 1
     char = text[following : following + 1]
@@ -180,6 +201,33 @@ def _quoted_document_end(text: str, index: int, closers: str) -> int | None:
     return None
 
 
+def _inner_document_end(text: str, quote: int, closers: str) -> int | None:
+    """A JSON object or array written with its quotes unescaped in the middle of a string (`"she wrote
+    {"k": "v"} here"`), the quote at `quote` its first: the offset right after it, when the string's
+    text goes on after it to a quote that ends the string; else None."""
+    bracket = quote - 1
+    while bracket > 0 and text[bracket] in " \t":
+        bracket -= 1
+    if text[bracket] not in "{[":
+        return None
+    try:
+        end = _DECODER.raw_decode(text, bracket)[1]
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return end if _ends_on_its_line(text, end, closers) else None
+
+
+def _ends_on_its_line(text: str, index: int, closers: str) -> bool:
+    """Whether the string goes on from `index` to a quote on the same line that ends it, with no colon
+    or other quote before it (```` ```"} ````, ` back", "n": 1`): what follows is the string's text."""
+    close = index
+    while close < len(text) and text[close] not in _QUOTES and text[close] not in ":\r\n":
+        close += 1
+    if close == len(text) or text[close] not in closers:
+        return False
+    return _ends_string(text, close + 1) and text[close + 1 :].lstrip(" \t")[:1] != ":"
+
+
 def _in_key_place(text: str, start: int) -> bool:
     """Whether a string at `start` stands where an object's key does: after `{` or a comma."""
     index = start - 1
@@ -200,13 +248,16 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
     closers = _CLOSING[text[start]]
     if (quoted := _quoted_document_end(text, start + 1, closers)) is not None:
         return quoted, True
-    index, first = start + 1, None
+    index, first, fenced = start + 1, None, False
     while index < len(text):
         char = text[index]
         if char == "\\":
             index += 2
             continue
         if char in closers:
+            if first is None and (inner_end := _inner_document_end(text, index, closers)) is not None:
+                index = inner_end
+                continue
             inner = _text_follows_parenthesis(text, index + 1, closers) or (
                 first is not None and _text_goes_on(text, index + 1, closers)
             )
@@ -225,7 +276,13 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             first = index if first is None else first
         elif char in "\r\n":
             line_break = _LINE_BREAK.match(text, index)
-            if first is None and _continues_on_next_line(text, line_break.end(), closers, _in_key_place(text, start)):
+            if first is None and (fence := _fenced_lines_end(text, line_break.end())) is not None:
+                index = fence  # a fenced code block written inside the string: its lines are the string's
+                fenced = True
+                continue
+            if first is None and _continues_on_next_line(
+                text, line_break.end(), closers, _in_key_place(text, start), fenced
+            ):
                 index = line_break.end()  # the line break is part of the string
                 continue
             break
@@ -277,6 +334,28 @@ def _space(text: str) -> str:
     return "".join(char if char in " \t\r\n" else " " for char in text)
 
 
+def _line_comment_end(text: str, start: int) -> int:
+    """Where a `//` or `#` comment at `start` ends: at its line's end, or before a closer it did not
+    open when a comma or another closer follows it on the line (`{"a": {"b": 1 # note }, "c": 2}`
+    written on one line: the comment does not take `}, "c": 2}`). One pass over the comment."""
+    index, depth, decided = start, 0, False
+    while index < len(text) and text[index] not in "\r\n":
+        char = text[index]
+        if char in "{[" and not decided:
+            depth += 1
+        elif char in "}]" and not decided:
+            if depth == 0:
+                after = index + 1
+                while after < len(text) and text[after] in " \t":
+                    after += 1
+                if text[after : after + 1] in (",", "}", "]"):
+                    return index
+                decided = True  # the first closer it did not open decides: the rest of the line is the comment's
+            depth -= 1
+        index += 1
+    return index
+
+
 def token_at(text: str, index: int) -> Token:
     """The token that starts at `index`."""
     char = text[index]
@@ -286,8 +365,7 @@ def token_at(text: str, index: int) -> Token:
             end += 1
         return Token("space", _space(text[index:end].replace("\ufeff", "")), index, end)
     if text.startswith("//", index) or char == "#":
-        line_break = _LINE_BREAK.search(text, index)  # a lone carriage return ends a line too
-        end = len(text) if line_break is None else line_break.start()
+        end = _line_comment_end(text, index)
         # a JSONC comment; a `#` comment is not JSONC's (dropped, in JSONC too)
         return Token("comment" if char == "/" else "hash", text[index:end], index, end)
     if text.startswith("/*", index):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 from diffusion_infill.engine.repair.jsonfix.content import words
-from diffusion_infill.engine.repair.jsonfix.jsonc import strip_jsonc
-from diffusion_infill.engine.repair.jsonfix.lexer import _LITERALS, Token, _bare_end, _bare_value, token_at
+from diffusion_infill.engine.repair.jsonfix.lexer import _LITERALS, Token, _bare_end, _bare_value, token_at, tokenize
 
 _BLANKS = re.compile(r"[ \t]*")
 _SPACES = re.compile(r"\s*")
@@ -19,8 +19,10 @@ _AS_JSON = {"(": "[", ")": "]"}
 
 
 _HAS_VALUE = re.compile(r"[\w{\[]")
-# A fenced code block (an LLM reply, a Markdown excerpt): the JSON is what it fences.
-_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+# A fence (an LLM reply, a Markdown excerpt): the JSON is what the fenced blocks hold.
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_INFO = re.compile(r"[\w+-]*[ \t]*")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Prose before the JSON: words and spaces, perhaps ending in a colon, no quotes or brackets.
 _PROSE = re.compile(r"[^\W\d][^\n\"'{}\[\]()]*?\s[^\n\"'{}\[\]()]*?[:.!]?\s*", re.DOTALL)
 
@@ -162,10 +164,15 @@ class _Parser:
         start = _SPACES.match(self.text, offset).end()
         return token_at(self.text, start) if start < len(self.text) else None
 
-    def _value_follows(self, offset: int) -> bool:
-        """Whether a JSON value (not prose) starts after `offset`: `1,2,3` is a list, `{...}, thanks` is not."""
+    def _value_follows(self, offset: int, words_listed: bool = False) -> bool:
+        """Whether a JSON value (not prose) starts after `offset`: `1,2,3` is a list, `{...}, thanks` is not;
+        in a list of bare words (`words_listed`) a word is its next item."""
         token = self._token_after(offset)
-        return token is not None and (_starts_value(token) or (token.kind == "punct" and token.text in _OPENERS))
+        return token is not None and (
+            _starts_value(token)
+            or (token.kind == "punct" and token.text in _OPENERS)
+            or (words_listed and token.kind == "word")
+        )
 
     def _member_follows(self, offset: int) -> bool:
         """Whether a key and its colon follow `offset`, after a comma, right after an object closed."""
@@ -186,6 +193,7 @@ class _Parser:
     def container(self, closer: str) -> None:
         self.stack.append(closer)
         is_object, need_comma, written = closer == "}", False, _AS_JSON.get(closer, closer)
+        opened, members, keys_alone = len(self.out.pieces) - 1, 0, []
         while True:
             token = self.peek()
             if token is None:
@@ -216,11 +224,26 @@ class _Parser:
             if need_comma:
                 self.out.insert(",")  # two items with no comma between them
             if is_object:
-                self.member(token)
+                members += 1
+                before = len(self.out.pieces)
+                if not self.member(token):
+                    keys_alone.append(before)
             else:
                 self.value()
             need_comma = not self.after_item()
         self.stack.pop()
+        if members and len(keys_alone) == members and self.out.pieces[opened] == "{":  # not an object reopened
+            self.as_set_literal(opened, keys_alone)
+
+    def as_set_literal(self, opened: int, keys_alone: list[int]) -> None:
+        """An object of keys alone (`{'a', 'b'}`, a Python set) is an array of them: the `:` and `null`
+        written after each key are taken back, and the braces become brackets."""
+        for index in reversed(keys_alone):
+            key = next(k for k in range(index, len(self.out.pieces)) if self.out.pieces[k].strip())
+            del self.out.pieces[key + 1 : key + 3]  # the ":" and " null" inserted right after it
+        self.out.pieces[opened] = "["
+        self.out.pieces[-1] = "]"  # the closer, written or inserted last
+        self.closed_object = None
 
     def reopen_object(self, token: Token) -> bool:
         """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
@@ -237,9 +260,14 @@ class _Parser:
         self.container("}")
         return True
 
-    def member(self, token: Token) -> None:
+    def member(self, token: Token) -> bool:
+        """One key and its value; False when the key stands alone (no colon, no value: `{"a", "b"}`)."""
+        written = len(self.out.pieces)
         self.key(token)
         following = self.peek()
+        if following is None and (not token.closed or token.kind == "word"):
+            self.drop_cut_key(written)  # the text ends inside the key: no key was written, so no value is missing
+            return True
         if following is not None and following.kind == "punct" and following.text == ":":
             self.take()
             self.out.emit(":")
@@ -247,8 +275,19 @@ class _Parser:
             self.out.insert(":")
             if following is None or (following.kind == "punct" and following.text in ",}]"):
                 self.out.insert(" null")
-                return
+                return False
         self.value()
+        return True
+
+    def drop_cut_key(self, written: int) -> None:
+        """Takes back a key the text ends in (`{"a": 1, "ke`), and the comma before it: made a key with a
+        `null`, it would be content the user did not write, and overwrite an earlier `"key"` on loading."""
+        del self.out.pieces[written:]
+        while self.out.pieces and not self.out.pieces[-1].strip():
+            self.out.pieces.pop()
+        if self.out.pieces and self.out.pieces[-1] == ",":
+            self.out.pieces.pop()
+        self.out.space = []
 
     def after_item(self) -> bool:
         """Writes the comma after an item, unless it is a trailing one; whether one was written or dropped."""
@@ -274,6 +313,8 @@ class _Parser:
         if first is None or (first.kind == "punct" and first.text not in _OPENERS):
             return None
         self.value()
+        # `a,b`: bare words separated by commas are a list of them, as numbers are (`1,2,3`)
+        words_listed = first.kind == "word" and first.text not in _LITERALS and self.text[self.position - 1] != ")"
         values = 1
         while (token := self.peek()) is not None:
             # `{"a": 1}` then `"b": 2}`: closed too early, without a comma (`Note: ...` after it is prose)
@@ -291,7 +332,7 @@ class _Parser:
                 self.out.emit(",")
                 self.reopen_object(self.peek())
                 continue
-            if token.kind == "punct" and token.text == "," and self._value_follows(token.end):
+            if token.kind == "punct" and token.text == "," and self._value_follows(token.end, words_listed):
                 self.take()
                 self.out.emit(",")
                 self.value()
@@ -327,13 +368,34 @@ def _unescaped(text: str) -> str:
     return text.replace('\\"', '"').replace("\\\\", "\\")
 
 
+def _fenced(text: str) -> str | None:
+    """What the fenced blocks of an LLM reply hold (one a line: several are several values), when
+    only prose comes before the first fence; None when a bracket or quote does (the fence is then
+    inside the JSON, in a string). A block opened at a line's end closes at a line holding only a
+    fence; one opened inline (```` ```json {...} ``` ````) at the next fence."""
+    opener = _FENCE.search(text)
+    if opener is None or any(char in text[: opener.start()] for char in '{["'):
+        return None
+    blocks = []
+    while opener is not None:
+        start = _INFO.match(text, opener.end()).end()
+        if line_break := _LINE_BREAK.match(text, start):
+            start = line_break.end()
+            closing = re.compile(rf"^[ \t]*{re.escape(opener.group()[0])}{{3,}}[ \t]*$", re.MULTILINE)
+        else:
+            closing = _FENCE
+        close = closing.search(text, start)
+        blocks.append(text[start : len(text) if close is None else close.start()])
+        opener = None if close is None else _FENCE.search(text, close.end())
+    inside = "\n".join(block for block in blocks if block.strip())
+    return inside or None
+
+
 def _unwrapped(text: str) -> str:
-    """The JSON inside a wrapper: a fenced code block (with any prose around it), or the text
+    """The JSON inside a wrapper: fenced code blocks (with any prose around them), or the text
     from the first bracket on after a sentence of prose (`Here is the data: {...}`)."""
-    if fenced := _FENCED.search(text):
-        inside = fenced.group(2)
-        if inside.strip():
-            return inside
+    if (inside := _fenced(text)) is not None:
+        return inside
     stripped = text.lstrip()
     opener = min((index for index in (stripped.find("{"), stripped.find("[")) if index > 0), default=-1)
     if opener > 0 and _PROSE.fullmatch(stripped[:opener]):
@@ -350,9 +412,22 @@ def structural_repair(text: str, jsonc: bool = False) -> str | None:
         repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
     except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
         return None
-    if repaired is not None and not words(repaired) and words(strip_jsonc(text)):
+    if repaired is not None and not words(repaired) and words(text) - _wrapper_words(text):
         return None  # every word written is gone (`not json at all {{{ ]]]`): prose, not JSON
     return repaired
+
+
+def _wrapper_words(text: str) -> Counter:
+    """The words of comments and of call names (`callback_123({});`, `ObjectId(...)`): dropped by the
+    repair as what wraps a value, not lost from it."""
+    tokens = [token for token in tokenize(text) if token.kind != "space"]
+    wrapping = [
+        token.text
+        for token, following in zip(tokens, tokens[1:] + [None], strict=True)
+        if token.kind in ("comment", "hash")
+        or (token.kind == "word" and following is not None and following.kind == "punct" and following.text == "(")
+    ]
+    return words(" ".join(wrapping))
 
 
 def too_deep(text: str) -> bool:

@@ -5,11 +5,14 @@ Rules (each Problem names one, with the span it covers):
   number of cells, split where GFM splits them; the fix adds the missing cells (in the
   table's pipe style) and, when a row has more cells than the header, widens the header
   and delimiter row instead of dropping the extra cells. A delimiter row short of the
-  header's cells (GFM then reads no table) is a table that lost a cell;
+  header's cells (GFM then reads no table) is a table that lost a cell when a row after it
+  is wider than it; with rows as short as it, it is GFM's paragraph, left alone;
 - "fence": a code fence opened is closed; the fix closes it where its code ends (before
   a heading, or before plain prose after a blank line), else at the end of the text. A
   fence holding a line that opens a fence of its kind with a language lost its closing
-  line too; a closing fence written left of its list item is moved into the item;
+  line too (not when that line is its first: it shows a fenced example); a fence opened
+  on a list item's marker line is the item's; a closing fence written left of its list
+  item is moved into the item;
 - "fence-blank" (markdownlint MD031): a fence has a blank line before it (unless it
   starts the text) and after its closing line (unless that ends the text); the fix
   inserts one (in a block quote, an empty quoted line);

@@ -11,11 +11,13 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _QUOTE_PREFIX,
     _blank,
     _closes,
+    _closing_prefix,
     _indent,
     _inner,
     _Line,
     _lines,
     _list_marker,
+    _opening,
 )
 from diffusion_infill.engine.repair.markdown_rules.rules import (
     _ended_by_container,
@@ -80,9 +82,9 @@ def _fix_once(text: str) -> tuple[str, bool]:
     lines = _lines(text)
     for opening, inner in _swallowed(lines)[:1]:
         end = lines[_code_end(lines, opening, lines.index(inner))]
-        match = _FENCE.match(opening.text)
+        match = _opening(opening.text)
         return "\n".join(
-            line.text + ("\n" + match.group(1) + match.group(2) if line is end else "") for line in lines
+            line.text + ("\n" + _closing_prefix(match) + match.group(2) if line is end else "") for line in lines
         ), True
     replaced = _padded_rows(lines)
     for line, missing in _unbalanced_lines(lines):
@@ -116,8 +118,8 @@ def _fix_once(text: str) -> tuple[str, bool]:
     opened = _open_fence(lines)
     at_end = ""  # the closing fence to append, for a fence whose code runs to the end
     if opened is not None and opened.start not in reindented:
-        match = _FENCE.match(opened.text)
-        closer, end = match.group(1) + match.group(2), _code_end(lines, opened)
+        match = _opening(opened.text)
+        closer, end = _closing_prefix(match) + match.group(2), _code_end(lines, opened)
         if end is None:
             at_end = closer
         else:

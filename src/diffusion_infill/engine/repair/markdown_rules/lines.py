@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 
 # A fence line: any indentation (list items indent theirs), inside any block quote prefix.
 _FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]*)(`{3,}|~{3,})")
+# An opening fence may start a list item, on its marker's line (`- ```js`, `1. ~~~`).
+_ITEM_FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]{1,4})+)(`{3,}|~{3,})")
 _QUOTE_PREFIX = re.compile(r"^(?:[ \t]*>)*")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 # The start of an HTML block, as CommonMark reads it: kinds 1-5 (raw text tags, comments,
@@ -88,12 +90,20 @@ def _content_indent(item: str) -> int:
 
 
 def _opening(line: str) -> re.Match | None:
-    """The fence a line opens, if it opens one: a backtick fence's info string has no backtick
-    (```` ```x``` ```` is inline code)."""
-    match = _FENCE.match(line)
+    """The fence a line opens, if it opens one (after a list item's marker too): a backtick fence's
+    info string has no backtick (```` ```x``` ```` is inline code)."""
+    match = _FENCE.match(line) or _ITEM_FENCE.match(line)
     if match and match.group(2)[0] == "`" and "`" in line[match.end() :]:
         return None
     return match
+
+
+def _closing_prefix(opening: re.Match) -> str:
+    """What goes before a closing line written for the fence `opening` matched: its block quote
+    markers and indentation, a list item's marker as spaces (the closing line stays in the item)."""
+    prefix = opening.group(1)
+    quotes = _QUOTE_PREFIX.match(prefix).end()
+    return prefix[:quotes] + re.sub(r"[^\t]", " ", prefix[quotes:])
 
 
 def _closes(fence: str, line: str) -> bool:
@@ -150,8 +160,11 @@ def _lines(text: str) -> list[_Line]:
             ):
                 code = True  # an indented code block
             elif (match := _opening(raw)) and indent - own <= 3:
+                if match.re is _ITEM_FENCE:  # the fence is the item's first block: its lines are indented as it is
+                    items.append(_content_indent(inner))
+                    own = items[-1]
                 kind, code = "open", True
-                reading = _Reading(match.group(2), line_depth, own, match.group(1), len(lines))
+                reading = _Reading(match.group(2), line_depth, own, _closing_prefix(match), len(lines))
             elif _list_marker(inner):
                 items.append(_content_indent(inner))
         previous_blank = blank

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from diffusion_infill.engine.repair.markdown_rules.lines import (
     _BULLET,
-    _FENCE,
     _HEADING,
     _HORIZONTAL_RULE,
     _blank,
@@ -174,7 +173,7 @@ def _fence_blanks(lines: list[_Line]) -> list[tuple[_Line, str]]:
 
 def _unlabelled(lines: list[_Line]) -> list[_Line]:
     """Opening fences with no language (MD040)."""
-    return [line for line in lines if line.fence == "open" and not line.text[_FENCE.match(line.text).end() :].strip()]
+    return [line for line in lines if line.fence == "open" and not line.text[_opening(line.text).end() :].strip()]
 
 
 def problems(text: str) -> list[Problem]:
@@ -246,21 +245,24 @@ def _swallowed(lines: list[_Line]) -> list[tuple[_Line, _Line]]:
     """(opening line, inner line) of each fence that holds a line opening a fence of its own kind with a
     language (`` ```bash ``): such a line cannot close it, so the fence before it was never closed and the
     closing line of the next one closed it instead."""
-    found, opening = [], None
+    found, opening, content = [], None, False
     for line in lines:
         if line.fence == "open":
-            opening = line
+            opening, content = line, False
         elif line.fence == "close" or line.closes_at:
             opening = None
-        elif opening is not None and not any(pair[0] is opening for pair in found) and _opens_like(opening, line):
-            found.append((opening, line))
+        elif opening is not None:
+            # as the fence's first line it is content: a fence showing a fenced example (``` then ```js)
+            if content and not (found and found[-1][0] is opening) and _opens_like(opening, line):
+                found.append((opening, line))
+            content = content or bool(line.text.strip())
     return found
 
 
 def _opens_like(opening: _Line, line: _Line) -> bool:
     """Whether `line` would open a fence like `opening` (same marker, as long or longer, same indent), with a
     language."""
-    outer, inner = _FENCE.match(opening.text), _opening(line.text)
+    outer, inner = _opening(opening.text), _opening(line.text)
     return (
         inner is not None
         and inner.group(1) == outer.group(1)
@@ -313,7 +315,7 @@ def outline(text: str) -> Outline:
 
 def fence_languages(text: str) -> list[str]:
     """The info string of each opening fence, in order."""
-    return [line.text[_FENCE.match(line.text).end() :].strip() for line in _lines(text) if line.fence == "open"]
+    return [line.text[_opening(line.text).end() :].strip() for line in _lines(text) if line.fence == "open"]
 
 
 def code_blocks(text: str) -> list[str]:

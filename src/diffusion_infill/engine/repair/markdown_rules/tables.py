@@ -42,12 +42,16 @@ def _is_delimiter(row: str) -> bool:
     return "-" in row and all(_DELIMITER_CELL.match(cell) for cell in cells(row))
 
 
-def _delimits(header: str, delimiter: str) -> bool:
+def _delimits(header: str, delimiter: str, body: list[str]) -> bool:
     """Whether a delimiter row makes a table of the header above it: with the header's cell count (else
-    GFM reads no table), or short of it and written with a pipe (a table a cell was lost from; a
-    dashed line without one is a heading underline or a rule)."""
+    GFM reads no table), or short of it, written with a pipe (a dashed line without one is a heading
+    underline or a rule) and with one of the first two body rows (`body`) wider than it: a table a
+    delimiter cell was lost from. Where the rows after it are as short as it is, GFM's paragraph is
+    what was meant (`| a | b |` over `| --- |` and `| c |`), and it is left alone."""
     wanted, found = len(cells(header)), len(cells(delimiter))
-    return found == wanted or (found < wanted and "|" in delimiter)
+    if found == wanted:
+        return True
+    return found < wanted and "|" in delimiter and any(len(cells(row)) > found for row in body[:2])
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,16 @@ class _Table:
         return max(len(cells(row.text)) for row in self.rows)
 
 
+def _body(lines: list[_Line], start: int, most: int) -> list[_Line]:
+    """At most `most` rows of a table's body from line `start`: lines with a pipe, not code, not blank."""
+    rows = []
+    for line in lines[start : start + most]:
+        if line.in_code or "|" not in line.text or not line.text.strip():
+            break
+        rows.append(line)
+    return rows
+
+
 def _tables(lines: list[_Line]) -> list[_Table]:
     tables, index = [], 0
     while index + 1 < len(lines):
@@ -68,7 +82,7 @@ def _tables(lines: list[_Line]) -> list[_Table]:
             and "|" in header.text
             and not delimiter.in_code
             and _is_delimiter(delimiter.text)
-            and _delimits(header.text, delimiter.text)
+            and _delimits(header.text, delimiter.text, [row.text for row in _body(lines, index + 2, 2)])
         ):
             end = index + 2
             while end < len(lines) and not lines[end].in_code and "|" in lines[end].text and lines[end].text.strip():
