@@ -28,7 +28,13 @@ fi
 # USE_HUB_KERNELS=NO: transformers >= 5.25 would fetch kernel code from the hub on CUDA; HF_HUB_OFFLINE:
 # nothing is downloaded.
 export PYTHONPATH="$PWD/src:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 USE_HUB_KERNELS=NO
-"$PYTHON" -c "import torch, transformers, torchao; print('torch', torch.__version__, 'transformers', transformers.__version__, 'torchao', torchao.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA')" 2>&1 | tail -1
+# torchao is needed by int4 and int8 only: without it the bfloat16 table is still made
+"$PYTHON" - <<'PY' 2>&1 | tail -1
+import importlib.util, torch, transformers
+ao = importlib.util.find_spec("torchao") and __import__("torchao").__version__
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA"
+print("torch", torch.__version__, "transformers", transformers.__version__, "torchao", ao or "missing", gpu)
+PY
 status=0
 for mode in $MODES; do
   result="$OUT/throughput-$SHAPE-$mode.md"
