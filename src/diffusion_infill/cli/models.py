@@ -56,13 +56,13 @@ def add_model_options(parser: argparse.ArgumentParser, optional: bool = False) -
     )
 
 
-def add_quantize_option(parser: argparse.ArgumentParser) -> None:
+def add_quantize_option(parser: argparse.ArgumentParser, whose: str = "the") -> None:
     parser.add_argument(
         "--quantize",
         choices=QUANTIZE,
         default="none",
-        help="store the weights as int8 (CPU or CUDA) or int4 (CUDA, bfloat16) with torchao (default: none; "
-        "docs/real-model.md)",
+        help=f"store {whose} weights as int8 (CPU or CUDA) or int4 (CUDA, bfloat16) with torchao (default: "
+        "none; docs/real-model.md)",
     )
 
 
