@@ -368,7 +368,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, metavar="DIR", help="write bench.json (with per-case rows), table.md and plot.png here"
     )
     parser.add_argument("--model", type=Path, metavar="DIR", help="diffusion checkpoint (default: the embedded model)")
-    add_quantize_option(parser, "the diffusion model's (not with --replay)")
+    add_quantize_option(parser, "the diffusion model's", "; not with --replay")
     parser.add_argument(
         "--baseline",
         type=Path,

@@ -56,13 +56,13 @@ def add_model_options(parser: argparse.ArgumentParser, optional: bool = False) -
     )
 
 
-def add_quantize_option(parser: argparse.ArgumentParser, whose: str = "the") -> None:
+def add_quantize_option(parser: argparse.ArgumentParser, whose: str = "the", note: str = "") -> None:
     parser.add_argument(
         "--quantize",
         choices=QUANTIZE,
         default="none",
         help=f"store {whose} weights as int8 (CPU or CUDA) or int4 (CUDA, bfloat16) with torchao (default: "
-        "none; docs/real-model.md)",
+        f"none; docs/real-model.md){note}",
     )
 
 
