@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from diffusion_infill.bench.throughput import SHAPES, causal_model, diffusion_model
+from diffusion_infill.engine.quantization import INT4_GROUP, is_quantized_weight
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_RUN = ["--shape", "small", "--steps", "2", "--canvas", "8", "--prefix", "8", "--canvases", "1"]
@@ -40,6 +41,18 @@ def test_the_full_shape_is_26b_a4b_text_model():
         assert 0.9 < experts / total < 0.91
     layers = sides[0].config.text_config.layer_types
     assert layers.count("full_attention") == 5 and layers[-1] == "full_attention"
+
+
+def test_every_weight_int4_stores_of_the_full_shape_is_a_whole_number_of_groups_wide():
+    """torchao leaves a weight whose input width is no multiple of the group in bfloat16, silently:
+    26B-A4B's experts are 704 wide and its dense MLP 2112, so groups of 128 would keep 15 GB of
+    expert weights unquantized on the card (engine.quantization.INT4_GROUP)."""
+    with torch.device("meta"):
+        model = diffusion_model(SHAPES["full"], 256, torch.bfloat16)
+    widths = {parameter.shape[-1] for name, parameter in model.named_parameters() if is_quantized_weight(name)}
+
+    assert {704, 2112, 2816} <= widths
+    assert all(width % INT4_GROUP == 0 for width in widths), sorted(widths)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ parameters (`experts.gate_up_proj`, `experts.down_proj`: about 23 of 26B-A4B's 2
 nn.Linear modules. bitsandbytes replaces nn.Linear modules only and would leave the experts in
 bfloat16 (over 45 GB); torchao quantizes parameters by name (FqnToConfig), experts included.
 int8 is weight-only with a scale per row (Int8WeightOnlyConfig), on the CPU and on CUDA; int4 is
-weight-only in groups of 128 (Int4WeightOnlyConfig, tile-packed for CUDA's tinygemm kernel, which
+weight-only in groups of 64 (Int4WeightOnlyConfig, tile-packed for CUDA's tinygemm kernel, which
 also packs experts and selects one), on CUDA only and in bfloat16.
 
 What transformers does not do by itself for this model:
@@ -35,7 +35,10 @@ _LINEARS = (
     r"|\.self_conditioning\.(gate|up|down)_proj)"
 )
 _EXPERTS = r"re:.*\.layers\.\d+\.experts\.(gate_up_proj|down_proj)"
-INT4_GROUP = 128  # weights sharing one int4 scale and zero point
+_LINEAR, _EXPERT = re.compile(_LINEARS.removeprefix("re:")), re.compile(_EXPERTS.removeprefix("re:"))
+# weights sharing one int4 scale and zero point: torchao leaves a weight whose input width is no
+# multiple of it unquantized, and 26B-A4B's experts are 704 wide (5.5 x 128, 11 x 64)
+INT4_GROUP = 64
 
 
 def _weight_config(mode: str):
@@ -73,6 +76,13 @@ def loading_options(mode: str | None, device: torch.device, dtype: torch.dtype) 
     return dict(quantization_config=config, experts_implementation="eager")
 
 
+def is_quantized_weight(name: str) -> bool:
+    """Whether a parameter of this name (`model.decoder.layers.0.experts.down_proj`) is one that
+    --quantize stores as integers."""
+    module, key = name.rsplit(".", 1)
+    return bool(key == "weight" and _LINEAR.fullmatch(module) or _EXPERT.fullmatch(name))
+
+
 def quantize_in_place(model: torch.nn.Module, mode: str) -> None:
     """Quantizes a model built in memory (bench/throughput.py: random weights never written to disk)
     with the same configs as loading; a weight shared by two modules (the encoder's layers are the
@@ -82,10 +92,9 @@ def quantize_in_place(model: torch.nn.Module, mode: str) -> None:
     from torchao.quantization import FqnToConfig, quantize_
 
     config, done = _weight_config(mode), {}  # id of a float weight -> (it, its quantized form)
-    linears, experts = re.compile(_LINEARS.removeprefix("re:")), re.compile(_EXPERTS.removeprefix("re:"))
     for name, module in model.named_modules():
         for key, weight in list(module.named_parameters(recurse=False)):
-            if not (key == "weight" and linears.fullmatch(name) or experts.fullmatch(f"{name}.{key}")):
+            if not is_quantized_weight(f"{name}.{key}"):
                 continue
             if id(weight) not in done:
                 quantize_(module, FqnToConfig({key: config}), filter_fn=None)
