@@ -4,7 +4,7 @@
 # docs/performance.md). Random weights: nothing to download. Runs from the repository root on the GPU
 # machine; the tables and JSON lines come back in $OUT, one file per mode.
 #   bash scripts/gpu_throughput.sh
-# Beside the checkout the GPU machine needs what its own Python lacks (/work/shared/GPU.md: it has torch
+# Beside the checkout the GPU machine needs what its own Python lacks (the shared GPU notes: it has torch
 # but an older transformers), as wheels in .whl/, fetched here once:
 #   pip download --no-deps -d .whl transformers==5.25.0 huggingface-hub==2.4.0 torchao==0.18.0 \
 #     httpx2==2.16.2 httpcore2==2.16.2 hf-xet==1.8.0 click==8.5.1 truststore==0.10.5 idna==3.20 anyio==4.16.0
