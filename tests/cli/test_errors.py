@@ -71,6 +71,17 @@ def test_a_device_torch_does_not_have_is_named(console_script):
     assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, "--device", device), device, "CUDA")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="auto is CUDA here: int4 loads")
+def test_int4_where_auto_is_the_cpu_is_one_line_once_torch_says_so(console_script):
+    done = run_cli(console_script, "complete", AT_SAMPLE, "--quantize", "int4")
+    assert_one_line_error(done, "int4 needs a CUDA GPU", "'cpu'", "int8")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="auto is CUDA here: int4 loads")
+def test_bench_int4_without_cuda_is_one_line_before_the_run(console_script):
+    assert_one_line_error(run_cli(console_script, "bench", "--quick", "--quantize", "int4"), "int4 needs a CUDA GPU")
+
+
 def test_an_unknown_dtype_is_named(console_script):
     assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, "--dtype", "float99"), "float99")
 
@@ -182,9 +193,12 @@ def notes(tmp_path) -> Path:
         (["serve", "--tcp", "0", "--model", str(SAMPLE.parent)], ["not a checkpoint directory", "config.json"]),
         (["complete", AT_SAMPLE, "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
         (["serve", "--device", "tpu"], ["--device", "'tpu'", "cuda:N"]),
-        (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+        (["serve", "--dtype", "int8"], ["--dtype", "'int8'", "--quantize int8 or int4"]),
+        (["serve", "--quantize", "int2"], ["--quantize", "'int2'", "'none', 'int8', 'int4'"]),
+        (["serve", "--quantize", "int4", "--device", "cpu"], ["int4 needs a CUDA GPU", "'cpu'", "int8"]),
         (["serve", "--max-steps", "0"], ["--max-steps", "'0'"]),
-        (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "quantized loading is not supported"]),
+        (["complete", AT_SAMPLE, "--dtype", "int8"], ["--dtype", "'int8'", "--quantize int8 or int4"]),
+        (["complete", AT_SAMPLE, "--quantize", "int4", "--device", "cpu"], ["int4 needs a CUDA GPU", "int8"]),
         (["fix", BROKEN_JSON, "--range", "garbage"], ["--range", "'garbage'"]),
         (["fix", BROKEN_JSON, "--range", "0:0-0:0"], ["line 0 is out of range"]),
         (["fix", BROKEN_JSON, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),

@@ -96,6 +96,15 @@ def test_document_drafts_are_on_by_default_and_take_true_or_false_only():
     assert settings.document_drafts and "documentDrafts" in problem and "true or false" in problem
 
 
+def test_quantize_is_none_by_default_takes_a_known_mode_and_loads_the_model_again():
+    assert ServerSettings().quantize == "none"
+    int8, problems = merge(ServerSettings(), {"quantize": "int8"})
+    assert int8.quantize == "int8" and problems == []
+    assert int8.model_key() != ServerSettings().model_key()  # a new quantization is a new load
+    settings, [problem] = merge(int8, {"quantize": "int2"})
+    assert settings.quantize == "int8" and "quantize" in problem and "int8" in problem
+
+
 def test_telemetry_keeps_counts_only(tmp_path):
     path = tmp_path / "state" / "acceptance.json"
     telemetry = Telemetry(path)

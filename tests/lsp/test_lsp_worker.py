@@ -59,6 +59,16 @@ def test_a_home_that_cannot_be_found_is_left_to_the_load_to_report(held_load):
     assert worker.state is State.FAILED and outcome.error
 
 
+def test_a_quantization_the_device_cannot_run_is_the_load_error_the_editor_is_shown(model_dir):
+    worker = EngineWorker()
+    try:
+        outcome = worker.load(str(model_dir), "cpu", "auto", EngineSettings(), quantize="int4").result(120)
+        assert worker.state is State.FAILED and "int4 needs a CUDA GPU" in outcome.error
+        assert worker.load(str(model_dir), "cpu", "auto", EngineSettings(), quantize="int8").result(120).error is None
+    finally:
+        worker.shutdown()
+
+
 def test_torch_is_seeded_and_limited_on_the_engine_thread_before_the_first_load(model_dir):
     """serve's --seed and --threads, applied where the model stack is imported and the model runs."""
     before = torch.get_num_threads()

@@ -63,7 +63,7 @@ export function sameGhost(a: Ghost | null | undefined, b: Ghost | null | undefin
 
 /** The `diffusionInfill` section as the server reads it: only the keys the user set, nulls dropped. */
 export function serverSettings(section: Record<string, unknown>): Record<string, unknown> {
-  const keys = ['model', 'device', 'dtype', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode',
+  const keys = ['model', 'device', 'dtype', 'quantize', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode',
     'enabledLanguages', 'invokedItems', 'minConfidence', 'documentDrafts', 'quietAfter',
     'engine', 'url', 'promptFormat', 'timeout', 'invokedTimeout'];
   const settings: Record<string, unknown> = {};

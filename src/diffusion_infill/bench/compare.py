@@ -30,6 +30,7 @@ from pathlib import Path
 from diffusion_infill.bench.cases import Case, build_cases, sources
 from diffusion_infill.bench.metrics import aggregate, request_of, run_case
 from diffusion_infill.cli.inputs import positive_int, probability
+from diffusion_infill.cli.models import add_quantize_option
 
 BASELINE_MODEL = Path(__file__).parent / "fim_model"  # in the source checkout only: not installed with the package
 CASE_SEED = 20261202
@@ -104,7 +105,7 @@ METHOD = (
 )
 
 
-def _engine(config: Config, model: Path | None, baseline: Path):
+def _engine(config: Config, model: Path | None, baseline: Path, quantize: str = "none"):
     from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, load_fim
     from diffusion_infill.engine.factory import create_engine
     from diffusion_infill.engine.loading import load
@@ -114,7 +115,7 @@ def _engine(config: Config, model: Path | None, baseline: Path):
     if config.family == "autoregressive":
         loaded = load_fim(baseline)
         return AutoregressiveEngine(loaded, settings), loaded.tokenizer, 0
-    loaded = load(str(model) if model else None)
+    loaded = load(str(model) if model else None, quantize=quantize)
     return create_engine(loaded, settings), loaded.tokenizer, 1
 
 
@@ -133,14 +134,23 @@ def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Con
     return run_case(engine, follow, tokenizer, prefill_passes, start_text=rest if config.warm_start else None)
 
 
-def measure(config: Config, model: Path | None, baseline: Path, cases: list[Case], threads: int, seed: int) -> dict:
-    """One configuration on all cases; meant to run in a fresh process."""
+def measure(
+    config: Config,
+    model: Path | None,
+    baseline: Path,
+    cases: list[Case],
+    threads: int,
+    seed: int,
+    quantize: str = "none",
+) -> dict:
+    """One configuration on all cases, the diffusion model's weights quantized as `quantize`; meant to run in
+    a fresh process."""
     import resource  # POSIX only: imported by the run, not by the command line that names its options
 
     import torch
 
     torch.set_num_threads(threads)
-    engine, tokenizer, prefill_passes = _engine(config, model, baseline)
+    engine, tokenizer, prefill_passes = _engine(config, model, baseline, quantize)
     rows = []
     for index, case in enumerate(cases):
         # Each case draws from its own seed, so a lever that changes one case's passes leaves the
@@ -199,10 +209,11 @@ def run(
     seed: int,
     typing_burst: bool,
     case_seed: int = CASE_SEED,
+    quantize: str = "none",
 ) -> dict:
     chosen = build_cases(cases or (QUICK_CASES if quick else FULL_CASES), case_seed)
     results = {
-        config.label: measure_in_fresh_process(config, model, baseline, chosen, threads, seed)
+        config.label: measure_in_fresh_process(config, model, baseline, chosen, threads, seed, quantize)
         for config in (DIFFUSION, AUTOREGRESSIVE, *(() if quick else ABLATIONS + TYPED_ALONG))
     }
     diffusion, autoregressive = results.pop(DIFFUSION.label), results.pop(AUTOREGRESSIVE.label)
@@ -215,7 +226,7 @@ def run(
             "kinds": sorted({c.kind for c in chosen}),
             "sources": {"stdlib": "held-out 5% split", **sources()},
         },
-        "diffusion": {"model": str(model or "embedded"), **_recipe(model), **diffusion},
+        "diffusion": {"model": str(model or "embedded"), "quantize": quantize, **_recipe(model), **diffusion},
         "autoregressive": {
             "model": "src/diffusion_infill/bench/fim_model" if baseline == BASELINE_MODEL else str(baseline),
             **_recipe(baseline),
@@ -357,6 +368,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, metavar="DIR", help="write bench.json (with per-case rows), table.md and plot.png here"
     )
     parser.add_argument("--model", type=Path, metavar="DIR", help="diffusion checkpoint (default: the embedded model)")
+    add_quantize_option(parser, "the diffusion model's", "; not with --replay")
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -435,7 +447,15 @@ def main(args: argparse.Namespace) -> int:
 
     threads = args.threads or default_threads()
     report = run(
-        args.quick, args.cases, args.model, args.baseline, threads, args.seed, not args.no_typing_burst, args.case_seed
+        args.quick,
+        args.cases,
+        args.model,
+        args.baseline,
+        threads,
+        args.seed,
+        not args.no_typing_burst,
+        args.case_seed,
+        args.quantize,
     )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

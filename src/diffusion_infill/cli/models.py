@@ -8,7 +8,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from diffusion_infill.cli.inputs import CliError, device_name, dtype_name, positive_float, positive_int
-from diffusion_infill.engine.checkpoint import ModelLoadError, model_problem
+from diffusion_infill.engine.checkpoint import QUANTIZE, ModelLoadError, model_problem, quantize_problem
 from diffusion_infill.engine.drafts import MODES
 
 if TYPE_CHECKING:
@@ -48,10 +48,21 @@ def add_model_options(parser: argparse.ArgumentParser, optional: bool = False) -
         default="auto",
         help="auto, float32, bfloat16 or float16 (default: auto, bfloat16 on CUDA, else float32)",
     )
+    add_quantize_option(parser)
     parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with a checkpoint")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
     parser.add_argument(
         "--threads", type=positive_int, metavar="N", help="torch CPU threads (default: half the cores, at least 1)"
+    )
+
+
+def add_quantize_option(parser: argparse.ArgumentParser, whose: str = "the", note: str = "") -> None:
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZE,
+        default="none",
+        help=f"store {whose} weights as int8 (CPU or CUDA) or int4 (CUDA, bfloat16) with torchao (default: "
+        f"none; docs/real-model.md){note}",
     )
 
 
@@ -89,8 +100,11 @@ def check_model(args: argparse.Namespace) -> None:
 
 
 def check_device(args: argparse.Namespace) -> None:
-    """--device against what torch sees: a GPU is asked of torch alone, before the model stack; auto and
-    cpu are always there, so torch is not imported for them (serve answers its editor first)."""
+    """--quantize against --device (int4 is CUDA's), then --device against what torch sees: a GPU is asked
+    of torch alone, before the model stack; auto and cpu are always there, so torch is not imported for
+    them (serve answers its editor first)."""
+    if args.engine == "local" and (problem := quantize_problem(args.quantize, args.device)):
+        raise CliError(problem)
     if args.engine == "local" and args.device not in ("auto", "cpu"):
         from diffusion_infill.engine.devices import pick_device
 
@@ -112,6 +126,8 @@ def load_model(args: argparse.Namespace) -> LoadedModel:
     from diffusion_infill.engine.loading import load
 
     try:
-        return load(args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code)
+        return load(
+            args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code, quantize=args.quantize
+        )
     except ModelLoadError as error:
         raise CliError(str(error)) from None

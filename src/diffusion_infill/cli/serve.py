@@ -52,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
         model=args.model,
         device=args.device,
         dtype=args.dtype,
+        quantize=args.quantize,
         mode=args.mode,
         max_gap_tokens=args.max_gap_tokens,
         max_steps=args.max_steps,

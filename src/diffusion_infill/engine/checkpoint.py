@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 EMBEDDED_MODEL = Path(__file__).parent / "model"
-DTYPES = ("auto", "float32", "bfloat16", "float16")  # what the model runs in; quantized loading is not offered
+DTYPES = ("auto", "float32", "bfloat16", "float16")  # what the model runs in
+QUANTIZE = ("none", "int8", "int4")  # how its weights are stored (engine.quantization)
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 # One file of each group must be there (transformers' names; sharded weights have an index).
 _CHECKPOINT_FILES = {
@@ -41,8 +42,21 @@ def dtype_problem(requested: str | None) -> str | None:
     """Why `requested` is not a dtype the model can be loaded in; None when it is one."""
     if not requested or requested in DTYPES:
         return None
-    quantized = " (quantized loading is not supported)" if re.match(r"^u?int\d+$", requested) else ""
+    quantized = " (quantized weights: --quantize int8 or int4)" if re.match(r"^u?int\d+$", requested) else ""
     return f"unknown dtype {requested!r}: expected auto, float32, bfloat16 or float16{quantized}"
+
+
+def quantize_problem(requested: str | None, device: str | None = None) -> str | None:
+    """Why `requested` is not a quantization the weights can be loaded with, or (when `device` names one
+    already) not on that device; None when it may be. Only int4 needs CUDA: torchao's int4 kernel is
+    CUDA's (engine.quantization)."""
+    if not requested or requested == "none":
+        return None
+    if requested not in QUANTIZE:
+        return f"unknown quantization {requested!r}: expected none, int8 or int4"
+    if requested == "int4" and device and device != "auto" and not device.startswith("cuda"):
+        return f"--quantize int4 needs a CUDA GPU (torchao's int4 kernel runs only there), not {device!r}; use int8"
+    return None
 
 
 def is_path(name: str) -> bool:

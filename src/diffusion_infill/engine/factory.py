@@ -7,6 +7,7 @@ from pathlib import Path
 
 from diffusion_infill.engine.baseline.autoregressive import SPEC_FILE as FIM_SPEC_FILE
 from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimModel, load_fim
+from diffusion_infill.engine.checkpoint import ModelLoadError
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.completion.instruct import InstructEngine
 from diffusion_infill.engine.loading import LoadedModel, load
@@ -19,13 +20,19 @@ def is_fim_baseline(name: str | None) -> bool:
 
 
 def load_any(
-    name: str | None = None, device: str | None = None, dtype: str | None = None, trust_remote_code: bool = False
+    name: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    trust_remote_code: bool = False,
+    quantize: str | None = None,
 ) -> LoadedModel | FimModel:
     """A DiffusionGemma checkpoint (diffusion_infill.engine.loading), or the autoregressive baseline when `name`
     is one: the server can then serve either through the same path (diffusion_infill.bench.replay)."""
     if is_fim_baseline(name):
+        if quantize and quantize != "none":
+            raise ModelLoadError(f"--quantize {quantize} is for DiffusionGemma checkpoints, not the baseline {name}")
         return load_fim(Path(name).expanduser(), device)
-    return load(name, device, dtype, trust_remote_code=trust_remote_code)
+    return load(name, device, dtype, trust_remote_code=trust_remote_code, quantize=quantize)
 
 
 def create_engine(

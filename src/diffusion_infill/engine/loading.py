@@ -23,6 +23,7 @@ from diffusion_infill.engine.checkpoint import (
 )
 from diffusion_infill.engine.completion.canvas import CanvasSpec
 from diffusion_infill.engine.devices import pick_device, pick_dtype
+from diffusion_infill.engine.quantization import loading_options, quantized_dtype
 from diffusion_infill.engine.tokens import SpecialIds
 
 __all__ = ["EMBEDDED_MODEL", "LoadedModel", "ModelLoadError", "load", "pick_device", "pick_dtype"]
@@ -82,10 +83,15 @@ def load(
     dtype: str | None = None,
     trust_remote_code: bool = False,
     allow_download: bool = False,
+    quantize: str | None = None,
 ) -> LoadedModel:
-    """Loads a checkpoint by path or hub id; nothing is downloaded unless `allow_download`."""
+    """Loads a checkpoint by path or hub id, its weights quantized as `quantize` (none, int8, int4:
+    engine.quantization); nothing is downloaded unless `allow_download`."""
     target = pick_device(device)
-    weights = pick_dtype(dtype, target)
+    weights = pick_dtype(quantized_dtype(quantize, dtype), target)
+    quantized = loading_options(quantize, target, weights)
+    if quantized:  # quantized where the weights will run (int4's packing is CUDA's)
+        quantized["device_map"] = str(target)
     transformers_logging.disable_progress_bar()  # stderr belongs to the editor's log
     errors = []
     for candidate in _candidates(name):
@@ -99,7 +105,7 @@ def load(
                 # use_kernels=False: by default transformers replaces layers with kernel code fetched
                 # from the Hub on a GPU (and again at each train()/eval() switch)
                 model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-                    candidate, dtype=weights, use_kernels=False, **options
+                    candidate, dtype=weights, use_kernels=False, **quantized, **options
                 ).to(target)
         except (OSError, ValueError, RuntimeError, KeyError, TypeError, SafetensorError) as error:  # truncated weights
             errors.append(f"{candidate}: {type(error).__name__}: {str(error).splitlines()[0]}")

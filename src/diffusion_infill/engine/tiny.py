@@ -14,6 +14,17 @@ from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
 
 from diffusion_infill.engine import tokens
 
+# the vision tower DiffusionGemma's config requires, of a few parameters: the engine never uses it
+VISION = dict(
+    model_type="gemma4_vision",
+    hidden_size=8,
+    intermediate_size=8,
+    num_hidden_layers=1,
+    num_attention_heads=1,
+    num_key_value_heads=1,
+    head_dim=8,
+)
+
 
 @dataclass(frozen=True)
 class TinyArchitecture:
@@ -79,18 +90,9 @@ def tiny_config(arch: TinyArchitecture, special: dict[str, int], canvas_length: 
         eos_token_id=special["eos"],
         bos_token_id=special["bos"],
     )
-    vision = dict(
-        model_type="gemma4_vision",
-        hidden_size=8,
-        intermediate_size=8,
-        num_hidden_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        head_dim=8,
-    )
     return DiffusionGemmaConfig(
         text_config=text,
-        vision_config=vision,
+        vision_config=VISION,
         canvas_length=canvas_length,
         image_token_id=special["image"],
         boi_token_id=special["boi"],

@@ -162,10 +162,12 @@ class InfillServer(LanguageServer):
             )
             self.loading = self.worker.connect(remote, settings.engine_settings())
         else:
-            self.loading = self.worker.load(settings.model, settings.device, settings.dtype, settings.engine_settings())
+            self.loading = self.worker.load(
+                settings.model, settings.device, settings.dtype, settings.engine_settings(), settings.quantize
+            )
 
     def apply(self, settings: ServerSettings) -> None:
-        """Switches to new settings: loads the model again only when model, device or dtype changed."""
+        """Switches to new settings: loads the model again only when model, device, dtype or quantization changed."""
         previous, self.settings = self.settings, settings
         if settings.model_key() != previous.model_key():
             self.load_model()

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from diffusion_infill.engine.checkpoint import QUANTIZE
 from diffusion_infill.engine.drafts import MODES
 from diffusion_infill.engine.remote.settings import FORMATS, RemoteSettings
 from diffusion_infill.engine.settings import EngineSettings
@@ -21,6 +22,7 @@ class ServerSettings:
     model: str | None = None  # checkpoint directory or cached hub id; None: the embedded model
     device: str = "auto"  # "auto" (CUDA when available), "cpu", "cuda:1", ...
     dtype: str = "auto"  # "auto" (bfloat16 on CUDA, float32 on CPU), "float32", ...
+    quantize: str = "none"  # "int8" (CPU or CUDA) or "int4" (CUDA) weights: engine.quantization
     max_gap_tokens: int | None = None  # slots in the gap; None: what the model was trained with
     max_steps: int | None = None  # denoising steps at most; None: the engine's default (24)
     entropy_bound: float | None = None  # summed entropy accepted per step; None: the engine's default
@@ -50,7 +52,7 @@ class ServerSettings:
 
     def model_key(self) -> tuple:
         """What loading depends on: a change here means loading the model (or connecting) again."""
-        return self.model, self.device, self.dtype, self.remote_settings()
+        return self.model, self.device, self.dtype, self.quantize, self.remote_settings()
 
     def remote_settings(self) -> RemoteSettings | None:
         """The server to ask, with engine "openai"; None: the in-process engine."""
@@ -140,6 +142,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model": ("model", _optional_text),
     "device": ("device", _text),
     "dtype": ("dtype", _text),
+    "quantize": ("quantize", _one_of(QUANTIZE)),
     "maxGapTokens": ("max_gap_tokens", _optional_positive_int),
     "maxSteps": ("max_steps", _optional_positive_int),
     "entropyBound": ("entropy_bound", _optional_positive_float),

@@ -112,7 +112,9 @@ class EngineWorker:
         """The quiet characters calibrated with the loaded checkpoint; none when it has none."""
         return self.calibration.quiet_after if self.calibration is not None else ""
 
-    def load(self, model: str | None, device: str, dtype: str, settings: EngineSettings) -> Future[LoadOutcome]:
+    def load(
+        self, model: str | None, device: str, dtype: str, settings: EngineSettings, quantize: str = "none"
+    ) -> Future[LoadOutcome]:
         """Loads a model (after the jobs already queued); completions queued later wait for it.
 
         Its calibration (a small file) is read at once, so that answers needing no model step
@@ -121,7 +123,7 @@ class EngineWorker:
         self.state = State.LOADING
         calibration = _calibration_beside(model)
         self._loading_calibration = calibration
-        return self._executor.submit(self._load, model, device, dtype, settings, calibration)
+        return self._executor.submit(self._load, model, device, dtype, quantize, settings, calibration)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
@@ -175,7 +177,13 @@ class EngineWorker:
         return LoadOutcome(source)
 
     def _load(
-        self, model: str | None, device: str, dtype: str, settings: EngineSettings, calibration: Calibration | None
+        self,
+        model: str | None,
+        device: str,
+        dtype: str,
+        quantize: str,
+        settings: EngineSettings,
+        calibration: Calibration | None,
     ) -> LoadOutcome:
         self._loading_calibration = calibration  # what `calibration` answers until the weights are in
         self._drop_engine()
@@ -186,7 +194,7 @@ class EngineWorker:
             from diffusion_infill.engine.factory import load_any
             from diffusion_infill.engine.repair.diffusion import DiffusionRepairer
 
-            self._loaded = load_any(model, device, dtype, trust_remote_code=self._trust_remote_code)
+            self._loaded = load_any(model, device, dtype, trust_remote_code=self._trust_remote_code, quantize=quantize)
             self._engine = self._created(settings)
             problem = self._loaded.canvas_problem
             self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded), model_fixes=False)

@@ -42,15 +42,16 @@ test('settings sent to the server: only the diffusionInfill keys that are set', 
   // false and '' are settings too: document drafts off, no quiet characters
   assert.deepEqual(serverSettings({ documentDrafts: false, quietAfter: '', minConfidence: 0.5 }),
     { minConfidence: 0.5, documentDrafts: false, quietAfter: '' });
+  assert.deepEqual(serverSettings({ quantize: 'int4' }), { quantize: 'int4' });
 });
 
 test('package.json contributes every server setting', () => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const manifest = require('../../package.json');
   const properties = Object.keys(manifest.contributes.configuration.properties);
-  for (const key of ['model', 'device', 'dtype', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode', 'enabledLanguages',
-    'invokedItems', 'minConfidence', 'documentDrafts', 'quietAfter', 'engine', 'url', 'promptFormat', 'timeout',
-    'invokedTimeout']) {
+  for (const key of ['model', 'device', 'dtype', 'quantize', 'maxGapTokens', 'maxSteps', 'entropyBound', 'mode',
+    'enabledLanguages', 'invokedItems', 'minConfidence', 'documentDrafts', 'quietAfter', 'engine', 'url',
+    'promptFormat', 'timeout', 'invokedTimeout']) {
     assert.ok(properties.includes(`diffusionInfill.${key}`), key);
   }
   assert.ok(manifest.activationEvents.every((event: string) => event.startsWith('onLanguage:')));

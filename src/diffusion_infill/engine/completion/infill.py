@@ -43,7 +43,7 @@ class PrefixCache:
             if old != new:
                 break
             common += 1
-        if self.cache is None or common == 0:
+        if self.cache is None or common == 0 or not _croppable(self.cache, len(self.ids) - common):
             self.cache, common = DynamicCache(config=model.config.text_config), 0
         elif common < len(self.ids):
             self.cache.crop(common - len(self.ids))  # transformers 5: a negative count of tokens to drop
@@ -59,6 +59,16 @@ class PrefixCache:
                 raise
         self.ids, self.reused_tokens = list(ids), common
         return self.cache
+
+
+def _croppable(cache: DynamicCache, tokens: int) -> bool:
+    """Whether `tokens` can be dropped from the end of `cache`: not once a sliding-window layer (a real
+    checkpoint's) has slid past states it would need again. (transformers' past recording keeps them,
+    but the decoder then reads every recorded state under a mask sized for the window.)"""
+    return tokens == 0 or not any(
+        getattr(layer, "sliding_window", None) and layer.get_seq_length() >= layer.sliding_window
+        for layer in cache.layers
+    )
 
 
 @dataclass

@@ -314,7 +314,7 @@ def _noise(kind: str, ids: SpecialIds, vocab: int, shape: tuple[int, int], devic
     return MaskNoise(ids, shape, device) if kind == "mask" else UniformNoise(vocab, shape, device)
 
 
-@torch.inference_mode()
+@torch.no_grad()  # not inference_mode: quantized experts cannot be selected in it (engine.quantization)
 def denoise(
     model,
     cache,
