@@ -124,8 +124,8 @@ class TokenStreamer(BaseStreamer):
 PROMPT_LOOKUP_TOKENS = 10  # draft tokens checked per forward pass (transformers' prompt lookup decoding)
 # Prompt lookup pays only where the text before the cursor repeats earlier text at length. Elsewhere
 # transformers falls back to one-token matches, which nearly always find some earlier occurrence, so
-# almost every step checks 10 wrong guesses: on 200 tuning cases (case seed CASE_SEED + 11) lookup cost
-# 1.28x the CPU time of plain greedy decoding, and 1.15x on the 13 whose last 5 to 14 tokens before the
+# almost every step checks 10 wrong guesses: on 200 tuning cases (bench --case-seed 20261213) lookup cost
+# 1.28x the CPU time of plain greedy decoding, and 1.14x on the 13 whose last 5 to 14 tokens before the
 # cursor occur earlier in the prompt (the longest match there); a line typed again after two copies
 # matches more than 16 and takes 3 passes instead of 7 (docs/performance.md, "The baseline's counterpart").
 LOOKUP_MIN_MATCH = 16
