@@ -146,7 +146,7 @@ def prompt_lookup(ids: list[int], max_ngram: int, tokens: int) -> tuple[int, lis
 
 
 def lookup_pays(context: EncodedContext, ids: FimIds) -> bool:
-    """Whether the last LOOKUP_MIN_MATCH tokens before the cursor occur earlier in the prompt."""
+    """Whether the last LOOKUP_MIN_MATCH tokens before the cursor occur earlier in the prompt (before them)."""
     before_cursor = [ids.prefix, *context.prefix_ids]
     return prompt_lookup(before_cursor, LOOKUP_MIN_MATCH, 1)[0] == LOOKUP_MIN_MATCH
 
@@ -182,7 +182,7 @@ class AutoregressiveEngine:
         if context.healed:
             # tensors, not lists: a list of every token id is turned into a tensor at each call, and prompt
             # lookup calls the processor for every guess it checks (about half its overhead, measured on 20 cases)
-            allowed = torch.tensor(healing_candidates(tokenizer, context.healed))
+            allowed = torch.tensor(healing_candidates(tokenizer, context.healed), dtype=torch.long)
             everything = torch.arange(len(tokenizer))
             first = PrefixConstrainedLogitsProcessor(
                 lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1
