@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from diffusion_infill.bench.cases import build_cases
-from diffusion_infill.bench.compare import DIFFUSION, baseline_problem, measure, ratios, table
+from diffusion_infill.bench.compare import DIFFUSION, baseline_problem, fastest, measure, ratios, table
 
 SLOW = pytest.mark.slow  # these read a `bench --quick` run: both models in fresh processes, a minute or more
 
@@ -146,6 +146,24 @@ def test_ratios_are_diffusion_over_autoregressive_and_none_where_the_baseline_is
     assert result["step_ms_median"] == 1.5
 
 
+@SLOW
+def test_the_baseline_is_measured_with_prompt_lookup_on_and_off_and_the_ratios_are_against_the_faster(quick_report):
+    report, _ = quick_report
+    on, off = report["autoregressive_prompt_lookup"]
+    faster = on if on["latency_ms_p50"] <= off["latency_ms_p50"] else off
+
+    assert on["label"] == "autoregressive, prompt lookup on every request" and off["label"].endswith("lookup off")
+    assert on["cases"] == off["cases"] == report["autoregressive"]["cases"] == 3
+    assert report["ratios_against"] == faster["label"]
+    assert report["ratios_diffusion_over_autoregressive"] == ratios(report["diffusion"], faster)
+    assert f"Ratios diffusion / {faster['label']}:" in table(report)
+
+
+def test_the_fastest_configuration_is_the_one_with_the_lowest_median_latency():
+    rows = [{"label": "a", "latency_ms_p50": 80.0}, {"label": "b", "latency_ms_p50": 59.0}]
+    assert fastest(rows)["label"] == "b" and fastest(rows[:1])["label"] == "a"
+
+
 def test_no_step_ratio_when_no_completion_took_two_steps():
     diffusion = {
         "forward_passes_mean": 2.0,
@@ -164,7 +182,8 @@ def test_no_step_ratio_when_no_completion_took_two_steps():
 def test_the_table_has_one_row_per_configuration(quick_report):
     report, _ = quick_report
     rows = [line for line in table(report).splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 1 + 2  # header + diffusion + autoregressive (no ablations in --quick)
+    # header, diffusion, the baseline as it runs and with prompt lookup on every request and off (no ablations)
+    assert len(rows) == 1 + 4
 
 
 @SLOW

@@ -23,6 +23,10 @@ class EngineSettings:
     # Single-line completions start from whole lines copied from the code, judged by the model in one
     # pass (engine.completion.judge), when the checkpoint has a calibration for them (revision.json).
     line_drafts: bool = True
+    # The autoregressive baseline's counterpart, prompt lookup decoding, runs (with line_drafts) only where the
+    # prompt repeats the tokens before the cursor (engine.baseline.autoregressive.lookup_pays); True: on
+    # every request, as `bench` measures it beside the default.
+    prompt_lookup_always: bool = False
     min_insertion_tokens: int = 1  # END is kept out of the first slots: an empty suggestion shows nothing
     repair_rounds: int = 2  # times a draft that breaks closure is re-noised before truncating
     repair_steps: int = 6  # denoising steps of one repair round: only a few slots are re-noised

@@ -4,11 +4,13 @@ closure rule as the diffusion engine, one token per forward pass, greedy."""
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 import torch
+from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
 
-from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt
+from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt, prompt_lookup
 from diffusion_infill.engine.completion.prefix import encode_context
 from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
@@ -169,3 +171,61 @@ def test_prompt_lookup_writes_a_repeated_line_in_fewer_passes_with_the_trained_b
 
     assert looked_up.text == plain.text and plain.text.startswith("rse_header(value)")
     assert looked_up.step < plain.step
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_lookup_search_guesses_what_transformers_prompt_lookup_guesses(seed):
+    """engine.baseline.autoregressive.prompt_lookup is transformers' n-gram search, pinned to it here."""
+    rng = random.Random(seed)
+    ids = [rng.randrange(4) for _ in range(rng.randrange(2, 30))]  # few distinct tokens: many matches
+    max_ngram, tokens = rng.randrange(1, 5), rng.randrange(1, 12)
+    generator = PromptLookupCandidateGenerator(
+        num_output_tokens=tokens, max_matching_ngram_size=max_ngram, max_length=99
+    )
+    candidates, _ = generator.get_candidates(torch.tensor([ids]))
+
+    assert prompt_lookup(ids, max_ngram, tokens)[1] == candidates[0, len(ids) :].tolist()
+
+
+def test_the_lookup_search_says_how_long_a_tail_matched():
+    assert prompt_lookup([5, 6, 7, 1, 5, 6], 3, 4) == (2, [7, 1, 5, 6])
+    assert prompt_lookup([5, 6, 7, 1, 2, 6], 3, 4) == (1, [7, 1, 2, 6])
+    assert prompt_lookup([5, 6, 7, 8], 3, 4) == (0, [])
+
+
+def _passes_checking_guesses(engine: AutoregressiveEngine, request: InfillRequest) -> int:
+    """Forward passes after the prefill that read more than one new token: prompt lookup's checks."""
+    lengths = []
+    hook = engine.loaded.model.register_forward_pre_hook(
+        lambda _module, _args, kwargs: lengths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        list(engine.complete(request))
+    finally:
+        hook.remove()
+    return sum(length > 1 for length in lengths[1:])
+
+
+REPEATED_LINE = "    self.assertEqual(parse_header(value), expected_header)\n"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "looked_up"),
+    [
+        pytest.param("import os\n\n\ndef area(width, height):\n    return wid", False, id="nothing-repeated"),
+        # one earlier copy: the tail matches 5 tokens, and lookup would cost more than it saves (9 passes to 5)
+        pytest.param("class T:\n  def test(self):\n" + REPEATED_LINE + "    self.assertEqual(pa", False, id="once"),
+        pytest.param("class T:\n  def test(self):\n" + REPEATED_LINE * 2 + "    self.assertEqual(pa", True, id="twice"),
+    ],
+)
+def test_prompt_lookup_runs_only_where_the_prompt_repeats_the_tokens_before_the_cursor(prefix, looked_up):
+    from diffusion_infill.bench.compare import BASELINE_MODEL
+    from diffusion_infill.engine.factory import load_any
+
+    loaded = load_any(str(BASELINE_MODEL))
+    request = InfillRequest(prefix, "\n", "python")
+    default = AutoregressiveEngine(loaded, EngineSettings(mode="single-line"))
+    always = AutoregressiveEngine(loaded, EngineSettings(mode="single-line", prompt_lookup_always=True))
+
+    assert bool(_passes_checking_guesses(default, request)) == looked_up
+    assert _passes_checking_guesses(always, request)  # transformers' one-token matches find guesses anyway

@@ -122,6 +122,33 @@ class TokenStreamer(BaseStreamer):
 
 
 PROMPT_LOOKUP_TOKENS = 10  # draft tokens checked per forward pass (transformers' prompt lookup decoding)
+# Prompt lookup pays only where the text before the cursor repeats earlier text at length. Elsewhere
+# transformers falls back to one-token matches, which nearly always find some earlier occurrence, so
+# almost every step checks 10 wrong guesses: on 200 tuning cases (bench --case-seed 20261213) lookup cost
+# 1.28x the CPU time of plain greedy decoding, and 1.14x on the 13 whose last 5 to 14 tokens before the
+# cursor occur earlier in the prompt (the longest match there); a line typed again after two copies
+# matches more than 16 and takes 3 passes instead of 7 (docs/performance.md, "The baseline's counterpart").
+LOOKUP_MIN_MATCH = 16
+
+
+def prompt_lookup(ids: list[int], max_ngram: int, tokens: int) -> tuple[int, list[int]]:
+    """What transformers' PromptLookupCandidateGenerator guesses after `ids` (no logits processor, no EOS):
+    the `tokens` that followed the first earlier occurrence of the longest n-gram ending `ids`, n at most
+    `max_ngram`, with that n; (0, []) when none occurs with a token after it. The same search as
+    transformers', pinned to it by tests/engine/baseline/test_autoregressive.py."""
+    length = len(ids)
+    for size in range(min(max_ngram, length - 1), 0, -1):
+        tail = ids[-size:]
+        for start in range(length - size):  # the tail itself has nothing after it
+            if ids[start : start + size] == tail:
+                return size, ids[start + size : min(start + size + tokens, length)]
+    return 0, []
+
+
+def lookup_pays(context: EncodedContext, ids: FimIds) -> bool:
+    """Whether the last LOOKUP_MIN_MATCH tokens before the cursor occur earlier in the prompt (before them)."""
+    before_cursor = [ids.prefix, *context.prefix_ids]
+    return prompt_lookup(before_cursor, LOOKUP_MIN_MATCH, 1)[0] == LOOKUP_MIN_MATCH
 
 
 class AutoregressiveEngine:
@@ -148,12 +175,15 @@ class AutoregressiveEngine:
             output_scores=True,
             return_dict_in_generate=True,
         )
-        if self.settings.line_drafts:
+        if self.settings.line_drafts and (self.settings.prompt_lookup_always or lookup_pays(context, ids)):
             # prompt lookup (draft-token) decoding: the tokens that followed the last ones earlier in the
             # prompt are checked in one forward pass and kept up to the first the model would not write
             options["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
         if context.healed:
-            allowed, everything = healing_candidates(tokenizer, context.healed), list(range(len(tokenizer)))
+            # tensors, not lists: a list of every token id is turned into a tensor at each call, and prompt
+            # lookup calls the processor for every guess it checks (about half its overhead, measured on 20 cases)
+            allowed = torch.tensor(healing_candidates(tokenizer, context.healed), dtype=torch.long)
+            everything = torch.arange(len(tokenizer))
             first = PrefixConstrainedLogitsProcessor(
                 lambda _batch, sent: allowed if len(sent) == prompt_length else everything, num_beams=1
             )
