@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -100,14 +101,16 @@ def rank(
     may count several things, compared in turn), then the smallest edit (diffed only between
     candidates that lose as much)."""
     edits = edits or Edits(original)
-    seen, ranked = set(), []
+    seen, passed = set(), []
     for candidate in candidates:
         if candidate.text in seen or candidate.text == original:
             continue
         seen.add(candidate.text)
         if valid(candidate.text):
-            ranked.append((lost(candidate.text), candidate))
-    ranked.sort(key=lambda item: item[0])
+            passed.append(candidate)
+    if len(passed) < 2:
+        return passed  # nothing to weigh: what each loses is not counted
+    ranked = sorted(((lost(candidate.text), candidate) for candidate in passed), key=lambda item: item[0])
     best = []
     for _, tied in groupby(ranked, key=lambda item: item[0]):
         group = [candidate for _, candidate in tied]
@@ -168,10 +171,10 @@ def rank_json(
     comments = jsonfix.comments(text) if jsonc else None  # only JSONC keeps them
     structural = next((candidate.text for candidate in candidates if candidate.source == "structure"), None)
     reference = structural if structural is not None and json_valid(structural, jsonc) else None
-    written = jsonfix.words(text)
+    written = cache(lambda: jsonfix.words(text))  # counted only when two candidates are weighed
 
     def lost(candidate: str) -> int:
-        return sum((written - jsonfix.words(candidate)).values())
+        return sum((written() - jsonfix.words(candidate)).values())
 
     def adds(original: str, candidate: str) -> Counter:
         return jsonfix.added(original, candidate, reference, jsonc)
@@ -187,7 +190,9 @@ def markdown_validator(deterministic: str) -> Callable[[str], bool]:
     structure = markdown_rules.outline(deterministic)
 
     def valid(candidate: str) -> bool:
-        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure
+        if markdown_rules.problems(candidate):
+            return False
+        return candidate == deterministic or markdown_rules.outline(candidate) == structure
 
     return valid
 
@@ -274,15 +279,15 @@ class Fixer:
         found = markdown_rules.problems(text)
         if not found:
             return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
-        deterministic = markdown_rules.fix(text)
+        deterministic = markdown_rules.fix(text, found)
         candidates, edits = [Candidate(deterministic, "structure")], Edits(text)
         if self._fixes_use_model:
             spans = edits.of(deterministic).spans + [Span(problem.end, problem.end) for problem in found]
             candidates += self._diffusion(text, spans, around)
-        written = Counter(_WORD.findall(text))
+        written = cache(lambda: Counter(_WORD.findall(text)))  # counted only when two candidates are weighed
 
         def lost(candidate: str) -> int:
-            return sum((written - Counter(_WORD.findall(candidate))).values())
+            return sum((written() - Counter(_WORD.findall(candidate))).values())
 
         def changes(original: str, candidate: str) -> Counter:
             return markdown_rules.model_changes(original, deterministic, candidate)

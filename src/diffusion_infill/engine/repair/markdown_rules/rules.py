@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,13 +73,17 @@ def _flanking(text: str, start: int, end: int) -> tuple[bool, bool]:
 def _unclosed_markers(text: str) -> list[tuple[int, str]]:
     """(offset, marker) of the emphasis markers in `text` no closer matches, in order."""
     open_markers: list[tuple[int, str]] = []
+    where: dict[str, list[int]] = {"**": [], "__": [], "*": []}  # each marker's places in open_markers
     for match in _EMPHASIS.finditer(text):
         opens, closes = _flanking(text, match.start(), match.end())
         marker = match.group()
-        if closes and any(item == marker for _, item in open_markers):
-            last = max(i for i, (_, item) in enumerate(open_markers) if item == marker)
+        if closes and where[marker]:
+            last = where[marker][-1]  # it closes the last one opened, and what was opened after it
+            for _, item in open_markers[last:]:
+                where[item].pop()
             del open_markers[last:]
         elif opens:
+            where[marker].append(len(open_markers))
             open_markers.append((match.start(), marker))
     return open_markers
 
@@ -117,7 +122,7 @@ def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
         starts.append(starts[-1] + len(line.text) + 1)
 
     def line_of(offset: int) -> _Line:
-        return group[max(i for i, start in enumerate(starts) if start <= offset)]
+        return group[bisect_right(starts, offset) - 1]
 
     if unclosed_code is not None:
         run = _BACKTICK_RUN.match(blanked, unclosed_code).group()
@@ -252,8 +257,9 @@ def _swallowed(lines: list[_Line]) -> list[tuple[_Line, _Line]]:
             opening = line
         elif line.fence == "close" or line.closes_at:
             opening = None
-        elif opening is not None and not any(pair[0] is opening for pair in found) and _opens_like(opening, line):
+        elif opening is not None and _opens_like(opening, line):
             found.append((opening, line))
+            opening = None  # one inner line names the fence; the lines after it cannot close it either
     return found
 
 
