@@ -307,7 +307,11 @@ def _jsonrepair_seconds(text: str) -> float | None:
         return None
     seconds, _ = _seconds(
         lambda: subprocess.run(
-            [node, str(JSONREPAIR / "repair.mjs")], input=json.dumps(text) + "\n", capture_output=True, check=True
+            [node, str(JSONREPAIR / "repair.mjs")],
+            input=json.dumps(text) + "\n",
+            capture_output=True,
+            text=True,
+            check=True,
         )
     )
     return seconds

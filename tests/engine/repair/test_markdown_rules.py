@@ -191,3 +191,26 @@ def test_a_fence_that_swallowed_the_next_ones_opening_line_is_closed_where_its_c
 def test_a_crlf_document_keeps_crlf_in_the_lines_a_fix_adds_and_rewrites():
     assert fix("| a | b |\r\n|---|\r\n| 1 | 2 |\r\n") == "| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n"
     assert fix("text\r\n```sh\r\nx\r\n```\r\n") == "text\r\n\r\n```sh\r\nx\r\n```\r\n"
+
+
+def _cut_fences(count: int) -> str:
+    """`count` sections whose first fence lost its closing line: each swallows the opening line of the
+    section's second fence, whose closing line closes it instead."""
+    section = "## Part {i}\n\n```python\nprint({i})\n\n## Usage\n\n```sh\nrun {i}\n```\n\n"
+    return "".join(section.format(i=i) for i in range(count))
+
+
+def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, lines, rules
+
+    reads = []
+    real = lines._lines
+    for module in (fixing, rules):
+        monkeypatch.setattr(module, "_lines", lambda text: reads.append(len(text)) or real(text))
+    counts = []
+    for count in (3, 12):
+        reads.clear()
+        fixed = fix(_cut_fences(count))
+        assert problems(fixed) == [] and fixed.count("```\n") == 2 * count
+        counts.append(len(reads))
+    assert counts[0] == counts[1]  # once a round for every fence closed: 9 more reads of the whole text

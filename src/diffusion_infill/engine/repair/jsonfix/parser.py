@@ -32,7 +32,7 @@ def _not_json(constant: str) -> None:
 
 
 _STRICT = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON: the repair quotes them
-_FIRST_WINDOW = 4096  # characters `_valid_end` reads first
+_FIRST_WINDOW = 256  # characters `_valid_end` reads first (most records are shorter)
 _CUT_MARGIN = 16  # an error this close to the end of what was read may be where it was cut (`tr|ue`)
 
 
