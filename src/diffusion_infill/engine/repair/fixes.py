@@ -184,15 +184,16 @@ def rank_json(
     )
 
 
-def markdown_validator(deterministic: str) -> Callable[[str], bool]:
+def markdown_validator(deterministic: str, left: list[markdown_rules.Problem] | None = None) -> Callable[[str], bool]:
     """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
-    deterministic fix (a table must not pass the rules by turning into prose)."""
-    structure = markdown_rules.outline(deterministic)
+    deterministic fix (a table must not pass the rules by turning into prose). `left`: the problems
+    of the deterministic fix, when they are known."""
+    structure = cache(lambda: markdown_rules.outline(deterministic))  # read only for another candidate
 
     def valid(candidate: str) -> bool:
-        if markdown_rules.problems(candidate):
-            return False
-        return candidate == deterministic or markdown_rules.outline(candidate) == structure
+        if candidate == deterministic:
+            return not (markdown_rules.problems(candidate) if left is None else left)
+        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure()
 
     return valid
 
@@ -279,7 +280,7 @@ class Fixer:
         found = markdown_rules.problems(text)
         if not found:
             return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
-        deterministic = markdown_rules.fix(text, found)
+        deterministic, left = markdown_rules.fixed(text, found)
         candidates, edits = [Candidate(deterministic, "structure")], Edits(text)
         if self._fixes_use_model:
             spans = edits.of(deterministic).spans + [Span(problem.end, problem.end) for problem in found]
@@ -292,7 +293,7 @@ class Fixer:
         def changes(original: str, candidate: str) -> Counter:
             return markdown_rules.model_changes(original, deterministic, candidate)
 
-        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost, edits)
+        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic, left), lost, edits)
         return _result(
             text,
             candidates,

@@ -20,6 +20,7 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _list_marker,
 )
 from diffusion_infill.engine.repair.markdown_rules.rules import (
+    SWALLOWED,
     Problem,
     _ended_by_container,
     _fence_blanks,
@@ -46,20 +47,28 @@ FIX_ROUNDS = 3  # closing a code span can reveal emphasis it hid; a few rounds s
 MAX_REFENCED = 50  # rounds that only close a fence swallowing the next one's opening line
 
 
-def fix(text: str, found: list[Problem] | None = None) -> str:
+def fix(text: str) -> str:
     """`text` with every rule's deterministic fix applied; unchanged when nothing is broken. A text whose
-    every line ends in CRLF is fixed with CRLF line endings, the lines a fix adds included. `found`:
-    `problems(text)`, when the caller has them already (a reading of the whole text saved)."""
+    every line ends in CRLF is fixed with CRLF line endings, the lines a fix adds included."""
+    return fixed(text)[0]
+
+
+def fixed(text: str, found: list[Problem] | None = None) -> tuple[str, list[Problem] | None]:
+    """`fix(text)`, and the problems left in it (None for a CRLF text: they were found in its LF form).
+    `found`: `problems(text)`, when the caller has them already (a reading of the whole text saved)."""
     if "\r\n" in text and text.count("\n") == text.count("\r\n"):
-        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n")
+        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n"), None
     rounds = refenced = 0
-    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and (found if found is not None else problems(text)):
-        found = None
-        text, closed = _refenced(text, MAX_REFENCED - refenced)
+    found = problems(text) if found is None else found
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and found:
+        closed = 0
+        if any(problem.message == SWALLOWED for problem in found):
+            text, closed = _refenced(text, MAX_REFENCED - refenced)
         if not closed:
             text = _fix_once(text)
         rounds, refenced = rounds + (not closed), refenced + closed
-    return text
+        found = problems(text)
+    return text, found
 
 
 def _refenced(text: str, limit: int) -> tuple[str, int]:

@@ -28,6 +28,7 @@ _BACKTICK_RUN = re.compile(r"`+")
 _EMPHASIS = re.compile(r"\*\*|__|\*")
 _WORD = re.compile(r"\w+")
 _NOT_OPENING = frozenset(",.;:!?)]}")
+SWALLOWED = "code fence is never closed before the next one opens"  # the problem `_swallowed` finds
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def problems(text: str) -> list[Problem]:
                 "fence",
                 opening.start,
                 inner.start + len(inner.text),
-                "code fence is never closed before the next one opens",
+                SWALLOWED,
             )
         )
     for opening, last in _ended_by_container(lines):
