@@ -26,6 +26,7 @@ _ESCAPED = re.compile(r"\\.")
 
 _BACKTICK_RUN = re.compile(r"`+")
 _EMPHASIS = re.compile(r"\*\*|__|\*")
+_MARKS = re.compile(r"[*`]|__")
 _WORD = re.compile(r"\w+")
 _NOT_OPENING = frozenset(",.;:!?)]}")
 SWALLOWED = "code fence is never closed before the next one opens"  # the problem `_swallowed` finds
@@ -114,6 +115,8 @@ def _paragraphs(lines: list[_Line], table_rows: set[int]) -> Iterator[list[_Line
 def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
     """Closers each line of a paragraph lacks, by the line's offset, in the order they must be appended."""
     text = "\n".join(line.text for line in group)
+    if not _MARKS.search(text):
+        return {}  # no emphasis marker and no backtick: nothing to close
     blanked = "\n".join(_BULLET.sub(lambda match: " " * len(match.group()), row) for row in text.split("\n"))
     code_free, unclosed_code = _code_spans(blanked)  # before escapes: a backslash in a code span is text
     code_free = _ESCAPED.sub("  ", code_free)

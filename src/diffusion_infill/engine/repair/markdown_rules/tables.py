@@ -19,6 +19,12 @@ def _cell_spans(row: str) -> list[tuple[int, int]]:
         start += 1
     if stop > start and row[stop - 1] == "|" and row[stop - 2 : stop] != "\\|":
         stop -= 1
+    if stop >= start and "\\" not in row[start:stop]:  # no escape: every pipe splits (str.split, not a char loop)
+        spans, cell_start = [], start
+        for cell in row[start:stop].split("|"):
+            spans.append((cell_start, cell_start + len(cell)))
+            cell_start += len(cell) + 1
+        return spans
     spans, cell_start, index = [], start, start
     while index < stop:
         char = row[index]
