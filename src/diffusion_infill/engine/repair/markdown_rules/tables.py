@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from diffusion_infill.engine.repair.markdown_rules.lines import _Line, _lines
 
@@ -60,7 +61,7 @@ def _delimits(header: str, delimiter: str) -> bool:
 class _Table:
     rows: list[_Line]  # header, delimiter, body rows
 
-    @property
+    @cached_property  # asked for at every row of the table
     def width(self) -> int:
         return max(len(cells(row.text)) for row in self.rows)
 
