@@ -20,6 +20,11 @@ def test_the_big_documents_bench_prints_one_json_object_with_every_document():
         assert result[name]["keystrokes"] == 3 and result[name]["ms_p95"] > 0
     assert 0 < result["json_10mb_one_line"]["diagnostics_published"] <= 301
     assert result["server_peak_rss_mb"] > 0 and result["diagnostics_process_peak_rss_mb"] > 0
+    for name in ("json_1mb_one_line", "json_10mb_one_line"):  # Fix JSON beside json_repair and jsonrepair
+        row = result["fix"][name]
+        assert row["fixed"] and row["lines"] == 1 and row["fix_s"] >= 0 and row["json_repair_s"] >= 0
+        assert row["jsonrepair_s"] is None or row["jsonrepair_s"] > 0  # None where Node is missing
+    assert result["fix"]["markdown_2mb"]["fixed"] and result["fix"]["markdown_2mb"]["lines"] > 100
 
 
 def test_a_bad_option_is_one_line_and_exit_2():

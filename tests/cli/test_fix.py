@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+import sys
+import threading
 
 import pytest
 
+from diffusion_infill.cli import fix as cli_fix
 from diffusion_infill.cli.fix import RangeError, Selection
 from diffusion_infill.cli.main import SAMPLE, main
+from diffusion_infill.engine.repair.fixes import Fixer
 from diffusion_infill.engine.repair.jsonfix import strip_jsonc
 
 BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
@@ -188,3 +193,48 @@ def test_an_empty_file_gets_one_answer_whatever_its_kind(tmp_path, capsys, name,
     captured = capsys.readouterr()
     assert captured.out == content
     assert captured.err == "diffusion-infill: nothing to fix: the file is empty\n"
+
+
+class _SaidLine(io.StringIO):
+    """stderr that tells when a line was written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    def write(self, text: str) -> int:
+        count = super().write(text)
+        self.written.set()
+        return count
+
+
+class _FixerThatWaitsToBeTalkedAbout(Fixer):
+    """The real fixer, made as slow as the slow-fix notice: it fixes once that notice was printed."""
+
+    def __init__(self, stderr: _SaidLine):
+        super().__init__(None, "no model")
+        self.stderr = stderr
+
+    def fix_json(self, text, around=None, jsonc=False):
+        assert self.stderr.written.wait(timeout=60)
+        return super().fix_json(text, jsonc=jsonc)
+
+
+def test_a_fix_that_takes_long_says_what_it_does_in_one_line_on_stderr(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "big.json"
+    source.write_text('[{"a": 1,}]')
+    stderr = _SaidLine()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    monkeypatch.setattr(cli_fix, "SLOW_S", 0.01)
+    text = source.read_text()
+    fixer = _FixerThatWaitsToBeTalkedAbout(stderr)
+    assert cli_fix.run(fixer, source, text, Selection(0, len(text)), "auto", True, False) == 0
+    assert stderr.getvalue() == "diffusion-infill: fixing big.json (11 characters, --kind json)...\n"
+    assert last_json(capsys.readouterr().out)["text"] == '[{"a": 1}]'
+
+
+def test_a_quick_fix_says_nothing_on_stderr(tmp_path, capsys):
+    source = tmp_path / "small.json"
+    source.write_text('[{"a": 1,}]')
+    assert main(["fix", str(source), "--no-model"]) == 0
+    assert capsys.readouterr().err == ""

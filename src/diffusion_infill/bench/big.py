@@ -36,14 +36,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import json_repair
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffusion_infill.bench.metrics import percentile
+from diffusion_infill.bench.npm_peers import JSONREPAIR, node_for
 from diffusion_infill.cli.inputs import positive_float, positive_int
+from diffusion_infill.engine.repair.fixes import Fixer
 from diffusion_infill.lsp.server import DRAFT_NOTIFICATION
 from diffusion_infill.lsp.status import STATUS_NOTIFICATION
 
@@ -429,6 +433,106 @@ def model_rows(scale: float, keystrokes: int) -> dict:
     }
 
 
+MARKDOWN_SECTION = """## Section {index}
+
+The `scale` function returns *every value* times the factor, and keeps the order of the input list. It
+reads **any iterable**, so generators work too; see the table below for what each argument does.
+
+- install it with pip
+- import `scale` from the package
+- call it with a list
+
+```python
+from package import scale
+print(scale([1, 2, 3], factor={index}))
+```
+
+| argument | default | meaning |
+|---|---|---|
+| values | none | what to scale |
+| factor | 2 | the multiplier |
+
+"""
+# One break per damaged section, in turn: what Fix Markdown repairs (a fence's closing line cut
+# before a heading, a row short of a cell, no blank line before a fence, a fence without a
+# language, a list marker changed, emphasis left open).
+MARKDOWN_BREAKS = (
+    ("```\n\n|", "\n|"),
+    ("| 2 | the multiplier |", "| 2 |"),
+    ("call it with a list\n\n```", "call it with a list\n```"),
+    ("```python", "```"),
+    ("- import", "* import"),
+    ("*every value*", "*every value"),
+)
+
+
+def markdown_file(characters: int, damage_every: int = 10) -> str:
+    """README-like sections (a heading, prose, a list, a fenced block, a table), one in every
+    `damage_every` broken, each break of MARKDOWN_BREAKS in turn."""
+    sections, size, index = [], 0, 0
+    while size < characters:
+        section = MARKDOWN_SECTION.format(index=index)
+        if index % damage_every == damage_every - 1:
+            old, new = MARKDOWN_BREAKS[(index // damage_every) % len(MARKDOWN_BREAKS)]
+            section = section.replace(old, new, 1)
+        sections.append(section)
+        size, index = size + len(section), index + 1
+    return "".join(sections)
+
+
+def _seconds(work: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    done = work()
+    return round(time.perf_counter() - started, 3), done
+
+
+def _jsonrepair_seconds(text: str) -> float | None:
+    """jsonrepair (npm) on `text` in its own Node process, Node's start included; None without Node."""
+    node = node_for(JSONREPAIR, "jsonrepair")
+    if node is None:
+        return None
+    seconds, _ = _seconds(
+        lambda: subprocess.run(
+            [node, str(JSONREPAIR / "repair.mjs")],
+            input=json.dumps(text) + "\n",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    )
+    return seconds
+
+
+def fix_json_row(text: str) -> dict:
+    """Fix JSON (the engine's, as the server and `fix` run it: no model) beside json_repair and jsonrepair."""
+    ours, result = _seconds(lambda: Fixer(None, model_fixes=False).fix_json(text))
+    peer, _ = _seconds(lambda: json_repair.repair_json(text))
+    return {
+        "characters": len(text),
+        "lines": text.count("\n") + 1,
+        "fixed": result.fixed,
+        "fix_s": ours,
+        "json_repair_s": peer,
+        "jsonrepair_s": _jsonrepair_seconds(text),
+        "fix_over_json_repair": round(ours / max(peer, 1e-3), 2),
+    }
+
+
+def fix_markdown_row(text: str) -> dict:
+    seconds, result = _seconds(lambda: Fixer(None, model_fixes=False).fix_markdown(text))
+    return {"characters": len(text), "lines": text.count("\n") + 1, "fixed": result.fixed, "fix_s": seconds}
+
+
+def fix_rows(scale: float) -> dict:
+    """Fix JSON on 1 MB and 10 MB of one-line broken JSON (a comma missing in one record in 50) and Fix
+    Markdown on 2 MB of README-like sections (one in twenty broken: 33 fences left open among them)."""
+    return {
+        "json_1mb_one_line": fix_json_row(broken_json_line(int(1_000_000 * scale), damage_every=50)),
+        "json_10mb_one_line": fix_json_row(broken_json_line(int(10_000_000 * scale), damage_every=50)),
+        "markdown_2mb": fix_markdown_row(markdown_file(int(2_000_000 * scale), damage_every=20)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keystrokes", type=positive_int, default=40, help="keystrokes timed per document")
@@ -456,6 +560,7 @@ def main() -> None:
                 "scale": args.scale,
                 "model": None,
                 **results,
+                "fix": fix_rows(args.scale),
                 "big_over_small_p95": round(worst_p95 / results["small"]["ms_p95"], 2),
                 "seconds": round(time.perf_counter() - started, 1),
             }

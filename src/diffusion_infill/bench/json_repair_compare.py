@@ -23,18 +23,16 @@ import json
 import subprocess
 import time
 from importlib import metadata
-from pathlib import Path
 
 import json_repair
 import torch
 
 from diffusion_infill.bench.json_corpora import CORPORA, README, corpus
-from diffusion_infill.bench.npm_peers import node_for
+from diffusion_infill.bench.npm_peers import JSONREPAIR, node_for
 from diffusion_infill.engine.loading import load
 from diffusion_infill.engine.repair.diffusion import DiffusionRepairer
 from diffusion_infill.engine.repair.fixes import Fixer
 
-JSONREPAIR = Path(__file__).parent / "jsonrepair"
 PEERS = ("json_repair", "jsonrepair")
 TUNING_SEED = 7
 REPORTED_SEED = 20261203

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+JSONREPAIR = Path(__file__).parent / "jsonrepair"  # its script, repair.mjs, and node_modules
+
 
 def node_for(folder: Path, package: str) -> str | None:
     """The `node` to run `folder`'s script with, or None when Node or the package is missing."""

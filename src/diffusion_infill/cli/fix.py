@@ -12,7 +12,9 @@ import argparse
 import json
 import re
 import sys
+import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
 
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 _BOM = "\ufeff"  # a UTF-8 byte order mark, as read
+SLOW_S = 1.0  # a fix longer than this says what it is doing
 
 
 class RangeError(CliError):
@@ -89,6 +92,17 @@ def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Pat
     return action[pick_kind(kind, path, selected)](selected, around)
 
 
+def _said_when_slow(doing: str, work: Callable[[], FixResult]) -> FixResult:
+    """`work()`; when it takes longer than a second, one line on stderr says what it is doing."""
+    timer = threading.Timer(SLOW_S, lambda: print(f"diffusion-infill: {doing}...", file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        return work()
+    finally:
+        timer.cancel()
+
+
 def run(
     fixer: Fixer,
     path: Path,
@@ -103,7 +117,9 @@ def run(
     """Prints the fixed text (or one JSON object); 0 when fixed or nothing is broken, 1 when no
     valid fix exists. `ranged`: a --range was given (else the reasons speak of the file); `bom`: the
     byte order mark `text` was read with, written back before it."""
-    result = fix_text(fixer, kind, text, selection, path)
+    picked = pick_kind(kind, path, text[selection.start : selection.end])
+    doing = f"fixing {path.name} ({selection.end - selection.start:,} characters, --kind {picked})"
+    result = _said_when_slow(doing, lambda: fix_text(fixer, kind, text, selection, path))
     if not ranged and result.reason is not None:
         result = replace(result, reason=result.reason.replace("the selection", "the file"))
     whole = bom + text[: selection.start] + result.text + text[selection.end :]

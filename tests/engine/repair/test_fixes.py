@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from diffusion_infill.engine.repair import markdown_rules
+from diffusion_infill.engine.repair import fixes, markdown_rules
 from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
 from diffusion_infill.engine.repair.fixes import (
     Candidate,
@@ -285,3 +285,29 @@ def test_without_model_fixes_json_and_markdown_take_the_rules_alone_but_the_tabl
     assert rules_only.fix_json(broken_json).tried == 1 and rules_only.fix_markdown(broken_markdown).tried == 1
     assert Fixer(repairer).fix_json(broken_json).tried > 1 and Fixer(repairer).fix_markdown(broken_markdown).tried > 1
     assert rules_only.complete_table("| a | b |\n|---|---|\n| 1 |   |\n").tried > 0
+
+
+def test_rank_counts_what_candidates_lose_only_when_two_are_valid():
+    def weighed(_: str) -> int:
+        raise AssertionError("a lone valid candidate was weighed")
+
+    candidates = [Candidate("b", "structure"), Candidate("c", "diffusion")]
+    assert rank("a", candidates, lambda text: text == "b", weighed) == [Candidate("b", "structure")]
+
+
+def test_a_fix_without_the_model_diffs_nothing(monkeypatch):
+    diffed = []
+    real = fixes.diff
+    monkeypatch.setattr(fixes, "diff", lambda before, after: diffed.append(after) or real(before, after))
+    text = "[" + '{"id": 1, "tags": ["a" "b"]}, ' * 200 + "]"
+    assert Fixer(None).fix_json(text).fixed and Fixer(None).fix_markdown("```\ncode\n").fixed
+    assert diffed == []  # neither the model's gaps nor a tie between candidates needed one
+
+
+def test_the_deterministic_fix_is_diffed_once_for_the_models_gaps_and_the_ranking(repairer, monkeypatch):
+    diffed = []
+    real = fixes.diff
+    monkeypatch.setattr(fixes, "diff", lambda before, after: diffed.append(after) or real(before, after))
+    text = "{'id': 7, tags: ['a' 'b'], ok: True}"
+    Fixer(repairer).fix_json(text)
+    assert diffed.count(structural_repair(text)) == 1

@@ -363,3 +363,34 @@ def test_closers_left_over_after_a_document_do_not_end_the_ones_after_it():
 
 def test_a_closer_that_closes_nothing_is_skipped_and_the_items_after_it_stay():
     assert json.loads(structural_repair("[1, 2}, 3]")) == [1, 2, 3]
+
+
+class _CountedText(str):
+    """A text that counts the characters sliced out of it: what the repair copies as it reads."""
+
+    def __new__(cls, text: str):
+        counted = super().__new__(cls, text)
+        counted.copied = 0
+        return counted
+
+    def __getitem__(self, key):
+        piece = super().__getitem__(key)
+        self.copied += len(piece)
+        return piece
+
+
+def _records(count: int) -> str:
+    """One line of records, every one broken (single quotes, bare keys, a comma missing in one in five)."""
+    records = [f"{{'id': {i}, name: 'item {i}' 'tags': ['a', 'b']}}" for i in range(count)]
+    return (
+        "["
+        + ", ".join(record.replace(" 'tags'", ", 'tags'") if i % 5 else record for i, record in enumerate(records))
+        + "]"
+    )
+
+
+def test_the_repair_copies_text_in_proportion_to_its_length():
+    """Each closing quote once copied the rest of the line (quadratic: 16 times the copying at 4 times the size)."""
+    small, big = _CountedText(_records(500)), _CountedText(_records(2_000))
+    assert json.loads(structural_repair(small)) and json.loads(structural_repair(big))
+    assert big.copied <= 5 * small.copied

@@ -223,3 +223,26 @@ def test_pipes_over_a_short_delimiter_row_with_rows_as_short_are_a_paragraph_lef
         assert problems(text) == [] and fix(text) == text and outline(text).table_rows == ()
     lost = "| name | size |\n| ---- |\n| disk | 4 GB |\n"  # a row as wide as the header: a cell was lost
     assert fix(lost) == "| name | size |\n| ---- | --- |\n| disk | 4 GB |\n"
+
+
+def _cut_fences(count: int) -> str:
+    """`count` sections whose first fence lost its closing line: each swallows the opening line of the
+    section's second fence, whose closing line closes it instead."""
+    section = "## Part {i}\n\n```python\nprint({i})\n\n## Usage\n\n```sh\nrun {i}\n```\n\n"
+    return "".join(section.format(i=i) for i in range(count))
+
+
+def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, lines, rules
+
+    reads = []
+    real = lines._lines
+    for module in (fixing, rules):
+        monkeypatch.setattr(module, "_lines", lambda text: reads.append(len(text)) or real(text))
+    counts = []
+    for count in (3, 12):
+        reads.clear()
+        fixed = fix(_cut_fences(count))
+        assert problems(fixed) == [] and fixed.count("```\n") == 2 * count
+        counts.append(len(reads))
+    assert counts[0] == counts[1]  # once a round for every fence closed: 9 more reads of the whole text

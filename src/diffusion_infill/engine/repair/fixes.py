@@ -18,17 +18,19 @@ when it adds no word, writes no fence's language and keeps every code block as i
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 from diffusion_infill.engine import closure
 from diffusion_infill.engine.repair import jsonfix, markdown_rules
+from diffusion_infill.engine.repair.diff import Diff, diff
 from diffusion_infill.engine.repair.spans import Span
 
 if TYPE_CHECKING:  # torch: a fix without a model never imports it
@@ -62,55 +64,60 @@ class FixResult:
     already_valid: bool = False  # not fixed because nothing is broken
 
 
-def _opcodes(before: str, after: str) -> list[tuple[str, int, int, int, int]]:
-    """Character-level differences, found line by line first: a character-level match of two
-    whole documents is quadratic (minutes for a 50 kB README), of the changed lines it is not."""
-    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    old_starts, new_starts = [0], [0]
-    for line in old_lines:
-        old_starts.append(old_starts[-1] + len(line))
-    for line in new_lines:
-        new_starts.append(new_starts[-1] + len(line))
-    codes = []
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in lines.get_opcodes():
-        a, b = old_starts[i1], new_starts[j1]
-        if tag == "equal":
-            continue
-        chars = difflib.SequenceMatcher(None, before[a : old_starts[i2]], after[b : new_starts[j2]], autojunk=False)
-        codes += [
-            (code, a + k1, a + k2, b + m1, b + m2) for code, k1, k2, m1, m2 in chars.get_opcodes() if code != "equal"
-        ]
-    return codes
-
-
 def edit_size(before: str, after: str) -> int:
     """Characters inserted, deleted or replaced to turn `before` into `after`."""
-    return sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in _opcodes(before, after))
+    return diff(before, after).size
 
 
 def changed_spans(before: str, after: str) -> list[Span]:
     """Where `after` differs from `before`, as spans of `before`: where a repair touched the text."""
-    return [Span(i1, i2) for _, i1, i2, _, _ in _opcodes(before, after)]
+    return diff(before, after).spans
+
+
+class Edits:
+    """Each candidate's differences from one original: found once, and only when a result uses them."""
+
+    def __init__(self, original: str):
+        self.original = original
+        self._found: dict[str, Diff] = {}
+
+    def of(self, candidate: str) -> Diff:
+        if candidate not in self._found:
+            self._found[candidate] = diff(self.original, candidate)
+        return self._found[candidate]
 
 
 Cost = int | tuple[int, ...]
 
 
 def rank(
-    original: str, candidates: list[Candidate], valid: Callable[[str], bool], lost: Callable[[str], Cost]
+    original: str,
+    candidates: list[Candidate],
+    valid: Callable[[str], bool],
+    lost: Callable[[str], Cost],
+    edits: Edits | None = None,
 ) -> list[Candidate]:
     """The distinct valid candidates that change something: least content lost first (`lost`
-    may count several things, compared in turn), then the smallest edit."""
-    seen, ranked = set(), []
+    may count several things, compared in turn), then the smallest edit (diffed only between
+    candidates that lose as much)."""
+    edits = edits or Edits(original)
+    seen, passed = set(), []
     for candidate in candidates:
         if candidate.text in seen or candidate.text == original:
             continue
         seen.add(candidate.text)
         if valid(candidate.text):
-            ranked.append(((lost(candidate.text), edit_size(original, candidate.text)), candidate))
-    ranked.sort(key=lambda item: item[0])
-    return [candidate for _, candidate in ranked]
+            passed.append(candidate)
+    if len(passed) < 2:
+        return passed  # nothing to weigh: what each loses is not counted
+    ranked = sorted(((lost(candidate.text), candidate) for candidate in passed), key=lambda item: item[0])
+    best = []
+    for _, tied in groupby(ranked, key=lambda item: item[0]):
+        group = [candidate for _, candidate in tied]
+        if len(group) > 1:
+            group.sort(key=lambda candidate: edits.of(candidate.text).size)
+        best += group
+    return best
 
 
 def choose(
@@ -155,33 +162,38 @@ def json_valid(text: str, jsonc: bool = False, comments: Counter | None = None) 
     return not jsonc or comments is None or jsonfix.comments(text) == comments
 
 
-def rank_json(text: str, candidates: list[Candidate], jsonc: bool = False) -> list[Candidate]:
+def rank_json(
+    text: str, candidates: list[Candidate], jsonc: bool = False, edits: Edits | None = None
+) -> list[Candidate]:
     """The valid JSON candidates a fix may choose, best first: the deterministic ones, and the model's
     that hold nothing `text` lacks (`jsonfix.added`, with the deterministic repair vouching for the
     structure it adds); least of the user's keys and values lost, then the smallest edit."""
-    comments = jsonfix.comments(text)
+    comments = jsonfix.comments(text) if jsonc else None  # only JSONC keeps them
     structural = next((candidate.text for candidate in candidates if candidate.source == "structure"), None)
     reference = structural if structural is not None and json_valid(structural, jsonc) else None
-    written = jsonfix.words(text)
+    written = cache(lambda: jsonfix.words(text))  # counted only when two candidates are weighed
 
     def lost(candidate: str) -> int:
-        return sum((written - jsonfix.words(candidate)).values())
+        return sum((written() - jsonfix.words(candidate)).values())
 
     def adds(original: str, candidate: str) -> Counter:
         return jsonfix.added(original, candidate, reference, jsonc)
 
     return rank(
-        text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments), lost
+        text, admissible(text, candidates, adds), lambda candidate: json_valid(candidate, jsonc, comments), lost, edits
     )
 
 
-def markdown_validator(deterministic: str) -> Callable[[str], bool]:
+def markdown_validator(deterministic: str, left: list[markdown_rules.Problem] | None = None) -> Callable[[str], bool]:
     """A Markdown candidate is valid when it breaks no rule and keeps the structure of the
-    deterministic fix (a table must not pass the rules by turning into prose)."""
-    structure = markdown_rules.outline(deterministic)
+    deterministic fix (a table must not pass the rules by turning into prose). `left`: the problems
+    of the deterministic fix, when they are known."""
+    structure = cache(lambda: markdown_rules.outline(deterministic))  # read only for another candidate
 
     def valid(candidate: str) -> bool:
-        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure
+        if candidate == deterministic:
+            return not (markdown_rules.problems(candidate) if left is None else left)
+        return not markdown_rules.problems(candidate) and markdown_rules.outline(candidate) == structure()
 
     return valid
 
@@ -211,9 +223,11 @@ class Fixer:
         self.unavailable = unavailable  # why there is no repairer, for "regenerate" to say
         self.model_fixes = model_fixes
 
-    def _fix_candidates(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
-        """The model's candidates for Fix JSON and Fix Markdown, when they are asked for."""
-        return self._diffusion(text, spans, around) if self.model_fixes else []
+    @property
+    def _fixes_use_model(self) -> bool:
+        """Whether Fix JSON and Fix Markdown ask the model for candidates: only then are the changes
+        of the deterministic fix (the model's gaps) and the damage located."""
+        return self.model_fixes and self.repairer is not None
 
     def _diffusion(self, text: str, spans: list[Span], around: Surroundings) -> list[Candidate]:
         if self.repairer is None or not spans:
@@ -246,15 +260,15 @@ class Fixer:
                 if jsonfix.too_deep(text)
                 else f"the selection is not {dialect}: there is no {dialect} value in it",
             )
-        candidates = [Candidate(structural, "structure")]
-        candidates += self._fix_candidates(text, changed_spans(text, structural), around)
-        if self.model_fixes and self.repairer is not None:  # damage is located only for the model's gaps
+        candidates, edits = [Candidate(structural, "structure")], Edits(text)
+        if self._fixes_use_model:
+            candidates += self._diffusion(text, edits.of(structural).spans, around)
             damaged = [Span(item.start, item.end) for item in jsonfix.damage(_as_json(text, jsonc))]
-            candidates += self._fix_candidates(text, damaged, around)
+            candidates += self._diffusion(text, damaged, around)
         return _result(
             text,
             candidates,
-            rank_json(text, candidates, jsonc),
+            rank_json(text, candidates, jsonc, edits),
             f"no candidate repair of the selection is valid {dialect}",
         )
 
@@ -266,18 +280,20 @@ class Fixer:
         found = markdown_rules.problems(text)
         if not found:
             return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
-        deterministic = markdown_rules.fix(text)
-        spans = changed_spans(text, deterministic) + [Span(problem.end, problem.end) for problem in found]
-        candidates = [Candidate(deterministic, "structure"), *self._fix_candidates(text, spans, around)]
-        written = Counter(_WORD.findall(text))
+        deterministic, left = markdown_rules.fixed(text, found)
+        candidates, edits = [Candidate(deterministic, "structure")], Edits(text)
+        if self._fixes_use_model:
+            spans = edits.of(deterministic).spans + [Span(problem.end, problem.end) for problem in found]
+            candidates += self._diffusion(text, spans, around)
+        written = cache(lambda: Counter(_WORD.findall(text)))  # counted only when two candidates are weighed
 
         def lost(candidate: str) -> int:
-            return sum((written - Counter(_WORD.findall(candidate))).values())
+            return sum((written() - Counter(_WORD.findall(candidate))).values())
 
         def changes(original: str, candidate: str) -> Counter:
             return markdown_rules.model_changes(original, deterministic, candidate)
 
-        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic), lost)
+        ranked = rank(text, admissible(text, candidates, changes), markdown_validator(deterministic, left), lost, edits)
         return _result(
             text,
             candidates,

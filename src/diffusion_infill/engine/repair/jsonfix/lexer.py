@@ -49,6 +49,10 @@ _KEY_AHEAD = re.compile(r"[A-Za-z_$][\w$-]*\s*:(?![/\d])")
 _STRUCTURE = frozenset("{}[]:,")
 _DECODER = json.JSONDecoder()
 _LETTER = re.compile(r"[^\W\d_]")
+_BLANKS = re.compile(r"[ \t]*")
+# Up to the next quote or the end of the line: how far the string rules look ahead on a line, so that
+# a look costs what lies before that quote, not the rest of a one-line document.
+_UP_TO_QUOTE = re.compile("[^" + "".join(sorted(_QUOTES)) + "\r\n]*")
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,15 @@ class Token:
 
 _JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*')  # the inside of a string that is JSON as it is
 
 
 def _body(raw: str, quote: str) -> str:
     """The inside of a JSON string for the inside of a string quoted with `quote`: every character
     kept, as what it is (a backslash that starts no JSON escape is a backslash; a backslash before a
     line break escapes it: the line break is kept, as `\\n`)."""
+    if _PLAIN.fullmatch(raw):
+        return raw  # most strings: nothing in them to escape, nor to read as an escape
     chars, index = [], 0
     controls = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
     while index < len(raw):
@@ -110,20 +117,31 @@ def _ends_string(text: str, index: int) -> bool:
     return text[index - 1] in " \t" and _KEY_AHEAD.match(text, index) is not None
 
 
+def _after_blanks(text: str, index: int) -> str:
+    """The character after the spaces and tabs at `index` ("" at the end): `text[index:].lstrip(" \t")[:1]`
+    without copying the rest of the text."""
+    start = _BLANKS.match(text, index).end()
+    return text[start : start + 1]
+
+
+def _next_quote(text: str, index: int) -> int | None:
+    """Offset of the first quote at or after `index` on its line; None when the line ends first."""
+    end = _UP_TO_QUOTE.match(text, index).end()
+    return end if end < len(text) and text[end] in _QUOTES else None
+
+
 def _continues_on_next_line(text: str, line_start: int, closers: str, key: bool, fenced: bool = False) -> bool:
     """A line break written inside a string: the next line holds only text up to a closing quote
     that ends the string (`"line one` / `line two",`), or, for a `key`, that a colon follows
     (`"first` / `name": "Ada"`). After a fenced block in the string (`fenced`) that line may hold
     the closing quote alone."""
-    end = _LINE_BREAK.search(text, line_start)
-    line = text[line_start : len(text) if end is None else end.start()]
-    close = next((i for i, char in enumerate(line) if char in closers), None)
-    if close is None or any(char in _STRUCTURE or char in _QUOTES for char in line[:close]):
+    close = _next_quote(text, line_start)
+    if close is None or text[close] not in closers:
         return False
-    if not fenced and not line[:close].strip():
+    before = text[line_start:close]
+    if (not fenced and not before.strip()) or any(char in _STRUCTURE for char in before):
         return False
-    after = line_start + close + 1
-    return _ends_string(text, after) and (key or text[after:].lstrip(" \t")[:1] != ":")
+    return _ends_string(text, close + 1) and (key or _after_blanks(text, close + 1) != ":")
 
 
 _FENCE_LINE = re.compile(r"[ \t]*(`{3,}|~{3,})[^\r\n`]*(?=\r|\n|\Z)")
@@ -145,15 +163,13 @@ def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
     """A quote before `)` inside a string (`"six feet (72") tall"`, `"[link]("url")"`): the string
     goes on after the parenthesis, with words or with a quote that ends it. After a call's argument
     (`ObjectId("5f1e"),`) structure follows instead."""
-    following = index
-    while following < len(text) and text[following] in " \t":
-        following += 1
-    if text[following : following + 1] != ")":
+    parenthesis = _BLANKS.match(text, index).end()
+    if text[parenthesis : parenthesis + 1] != ")":
         return False
+    following = parenthesis
     while following < len(text) and text[following] == ")":  # `((72")) tall`: every parenthesis it closes
         following += 1
-    while following < len(text) and text[following] in " \t":
-        following += 1
+    following = _BLANKS.match(text, following).end()
     char = text[following : following + 1]
     if char.isalnum():
         return True
@@ -161,7 +177,7 @@ def _text_follows_parenthesis(text: str, index: int, closers: str) -> bool:
         bool(char)
         and char in closers
         and _ends_string(text, following + 1)
-        and text[following + 1 :].lstrip(" \t")[:1] != ":"
+        and _after_blanks(text, following + 1) != ":"
     )
 
 
@@ -169,13 +185,15 @@ def _text_goes_on(text: str, index: int, closers: str) -> bool:
     """After a quote that would end a string already holding a stray quote: its line goes on with
     words, no key, and a quote that ends the string (`"say "hi", then go"`, `"see "b" } here"`), so
     that quote, not this one, is the end."""
-    line_break = _LINE_BREAK.search(text, index)
-    line = text[index : len(text) if line_break is None else line_break.start()]
-    close = next((i for i, char in enumerate(line) if char in _QUOTES), None)
-    if close is None or line[close] not in closers or ":" in line[:close] or not _LETTER.search(line[:close]):
+    close = _next_quote(text, index)
+    if (
+        close is None
+        or text[close] not in closers
+        or ":" in text[index:close]
+        or not _LETTER.search(text, index, close)
+    ):
         return False
-    after = index + close + 1
-    return _ends_string(text, after) and text[after:].lstrip(" \t")[:1] != ":"
+    return _ends_string(text, close + 1) and _after_blanks(text, close + 1) != ":"
 
 
 def _opens_next_string(text: str, quote: int, closers: str) -> bool:
@@ -225,7 +243,7 @@ def _ends_on_its_line(text: str, index: int, closers: str) -> bool:
         close += 1
     if close == len(text) or text[close] not in closers:
         return False
-    return _ends_string(text, close + 1) and text[close + 1 :].lstrip(" \t")[:1] != ":"
+    return _ends_string(text, close + 1) and _after_blanks(text, close + 1) != ":"
 
 
 def _in_key_place(text: str, start: int) -> bool:
@@ -264,13 +282,13 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             if _ends_string(text, index + 1) and not inner:
                 if first is None:
                     return index, True
-                later_key = text[index + 1 :].lstrip(" \t")[:1] == ":"
+                later_key = _after_blanks(text, index + 1) == ":"
                 structure = later_key or _STRUCTURE_AFTER_COMMA.search(text[start + 1 : index])
                 return (first if structure and _opens_next_string(text, first, closers) else index), True
             if (
                 first is None
                 and not inner
-                and (not text[index + 1 :].lstrip(" \t")[:1].isalpha() or _value_after_space(text, index + 1))
+                and (not _after_blanks(text, index + 1).isalpha() or _value_after_space(text, index + 1))
             ):
                 return index, True  # not followed by a word, or a value follows (`"id"  null`): its end
             first = index if first is None else first
@@ -292,13 +310,12 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
 
 def _value_after_space(text: str, index: int) -> bool:
     """White space, then what starts a JSON value (a number, a literal, a quote, a bracket)."""
-    rest = text[index:]
-    stripped = rest.lstrip(" \t")
-    if stripped == rest or not stripped:
+    start = _BLANKS.match(text, index).end()
+    if start == index or start == len(text):
         return False
-    token = token_at(stripped, 0)
+    token = token_at(text, start)  # it looks back only past the blanks, to the quote: as if they started the text
     return (
-        token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) or stripped[0] in "{["
+        token.kind in ("string", "number") or (token.kind == "word" and token.text in _LITERALS) or text[start] in "{["
     )
 
 

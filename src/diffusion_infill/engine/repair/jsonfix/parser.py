@@ -6,9 +6,18 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from itertools import islice
 
 from diffusion_infill.engine.repair.jsonfix.content import words
-from diffusion_infill.engine.repair.jsonfix.lexer import _LITERALS, Token, _bare_end, _bare_value, token_at, tokenize
+from diffusion_infill.engine.repair.jsonfix.lexer import (
+    _LITERALS,
+    Token,
+    _after_blanks,
+    _bare_end,
+    _bare_value,
+    token_at,
+    tokenize,
+)
 
 _BLANKS = re.compile(r"[ \t]*")
 _SPACES = re.compile(r"\s*")
@@ -16,6 +25,34 @@ _SPACES = re.compile(r"\s*")
 _MAX_DEPTH = 300
 _OPENERS = {"{": "}", "[": "]", "(": ")"}  # a parenthesised tuple is an array
 _AS_JSON = {"(": "[", ")": "]"}
+_SCAN_BUDGET = 8  # times the text: what failed fast reads may cost before the repair reads token by token
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON: the repair quotes them
+_FIRST_WINDOW = 256  # characters `_valid_end` reads first (most records are shorter)
+_CUT_MARGIN = 16  # an error this close to the end of what was read may be where it was cut (`tr|ue`)
+
+
+def _valid_end(text: str, start: int) -> tuple[int | None, int]:
+    """Where the object or array at `start` ends when it is valid JSON as written (else None), and how many
+    characters were read to tell. Read in windows that double: json's error counts the lines before
+    the error, so reading the whole rest of a 10 MB text for each broken container would be quadratic."""
+    window = _FIRST_WINDOW
+    while True:
+        piece = text[start : start + window]
+        try:
+            return start + _STRICT.raw_decode(piece)[1], len(piece)
+        except json.JSONDecodeError as error:
+            cut = error.pos >= len(piece) - _CUT_MARGIN or error.msg.startswith("Unterminated string")
+            if not cut or start + len(piece) == len(text):
+                return None, len(piece)
+        except (ValueError, RecursionError):  # NaN or Infinity (the repair quotes them), or nested too deeply
+            return None, len(piece)
+        window *= 2
 
 
 _HAS_VALUE = re.compile(r"[\w{\[]")
@@ -63,6 +100,7 @@ class _Parser:
         self.out = _Writer()
         self.stack: list[str] = []  # closers of the open containers, innermost last
         self.closed_object: int | None = None  # where the closer of the object that closed last was written
+        self.scan_budget = _SCAN_BUDGET * len(text)  # characters failed `valid_container` attempts may read
 
     def _current(self) -> Token | None:
         if self.position >= len(self.text):
@@ -107,6 +145,8 @@ class _Parser:
             self.out.insert("null")
             return
         if token.kind == "punct" and token.text in _OPENERS:
+            if self.valid_container(token):
+                return
             self.take()
             self.out.emit(_AS_JSON.get(token.text, token.text))
             self.container(_OPENERS[token.text])
@@ -128,6 +168,22 @@ class _Parser:
         else:  # a comma, colon or closer where a value belongs: the value is missing
             self.out.insert("null")
 
+    def valid_container(self, opener: Token) -> bool:
+        """An object or array that is valid JSON as written is written as it is, read by json's scanner in C:
+        token by token the repair writes the same text, a hundred times slower. A read that fails is read
+        again from every container around it, up to the error: failures get `scan_budget` characters."""
+        if opener.text == "(" or self.scan_budget <= 0:
+            return False
+        end, read = _valid_end(self.text, opener.start)
+        if end is None:
+            self.scan_budget -= read
+            return False
+        self.skip_to(end)
+        self.out.emit(self.text[opener.start : end - 1])
+        self.out.emit(self.text[end - 1])  # the closer a piece of its own, as `container` writes it
+        self.closed_object = len(self.out.pieces) - 1 if opener.text == "{" else None
+        return True
+
     @property
     def in_object(self) -> bool:
         return self.stack[-1:] == ["}"]
@@ -135,7 +191,7 @@ class _Parser:
     def call(self, name: Token) -> bool:
         """`NumberLong(2)`, `ObjectId("5f1e")`, `callback({...})`: the value inside the call
         (MongoDB shell types, JSONP). False when the word is not followed by `(`."""
-        if not self.text[name.end :].lstrip(" \t").startswith("("):
+        if _after_blanks(self.text, name.end) != "(":
             return False
         self.skip_to(self.text.index("(", name.end) + 1)
         self.value()
@@ -253,12 +309,22 @@ class _Parser:
             closed is None
             or token.kind not in ("string", "word")
             or not _colon_after(self.text, token.end)
-            or "".join(self.out.pieces[closed + 1 :]).strip() != ","
+            or not self._only_comma_after(closed)
         ):
             return False
         del self.out.pieces[closed]
         self.container("}")
         return True
+
+    def _only_comma_after(self, piece: int) -> bool:
+        """Whether what was written after `piece` is a comma and white space; read only as far as that can
+        hold (an array of a million items after an object is not joined up at each of them)."""
+        written = ""
+        for later in islice(self.out.pieces, piece + 1, None):
+            written += later.strip()
+            if len(written) > 1:
+                return False
+        return written == ","
 
     def member(self, token: Token) -> bool:
         """One key and its value; False when the key stands alone (no colon, no value: `{"a", "b"}`)."""
@@ -362,8 +428,8 @@ def _starts_value(token: Token) -> bool:
 def _unescaped(text: str) -> str:
     """A document whose every quote is backslash-escaped (`{\"a\": 1}`, copied out of a string)
     with those escapes removed; other text unchanged."""
-    quotes = [index for index, char in enumerate(text) if char == '"']
-    if not quotes or any(index == 0 or text[index - 1] != "\\" for index in quotes):
+    quotes = text.count('"')
+    if not quotes or text.count('\\"') != quotes:  # each `\"` holds one quote: then every quote is escaped
         return text
     return text.replace('\\"', '"').replace("\\\\", "\\")
 

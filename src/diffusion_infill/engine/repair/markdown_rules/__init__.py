@@ -32,7 +32,7 @@ One module a job: lines (the line model), tables (GFM tables), rules (the proble
 fix must keep), fixing (the fixes).
 """
 
-from diffusion_infill.engine.repair.markdown_rules.fixing import fix
+from diffusion_infill.engine.repair.markdown_rules.fixing import fix, fixed
 from diffusion_infill.engine.repair.markdown_rules.rules import (
     Outline,
     Problem,
@@ -52,6 +52,7 @@ __all__ = [
     "empty_cells",
     "fence_languages",
     "fix",
+    "fixed",
     "model_changes",
     "outline",
     "pad_tables",

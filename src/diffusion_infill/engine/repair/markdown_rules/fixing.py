@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import islice
 
 from diffusion_infill.engine.repair.markdown_rules.lines import (
     _FENCE,
@@ -12,6 +13,7 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _blank,
     _closes,
     _closing_prefix,
+    _html_start,
     _indent,
     _inner,
     _Line,
@@ -20,6 +22,8 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _opening,
 )
 from diffusion_infill.engine.repair.markdown_rules.rules import (
+    SWALLOWED,
+    Problem,
     _ended_by_container,
     _fence_blanks,
     _list_problems,
@@ -48,20 +52,68 @@ MAX_REFENCED = 50  # rounds that only close a fence swallowing the next one's op
 def fix(text: str) -> str:
     """`text` with every rule's deterministic fix applied; unchanged when nothing is broken. A text whose
     every line ends in CRLF is fixed with CRLF line endings, the lines a fix adds included."""
+    return fixed(text)[0]
+
+
+def fixed(text: str, found: list[Problem] | None = None) -> tuple[str, list[Problem] | None]:
+    """`fix(text)`, and the problems left in it (None for a CRLF text: they were found in its LF form).
+    `found`: `problems(text)`, when the caller has them already (a reading of the whole text saved)."""
     if "\r\n" in text and text.count("\n") == text.count("\r\n"):
-        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n")
+        return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n"), None
     rounds = refenced = 0
-    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and problems(text):
-        text, only_fence = _fix_once(text)
-        rounds, refenced = rounds + (not only_fence), refenced + only_fence
-    return text
+    found = problems(text) if found is None else found
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and found:
+        closed = 0
+        if any(problem.message == SWALLOWED for problem in found):
+            text, closed = _refenced(text, MAX_REFENCED - refenced)
+        if not closed:
+            text = _fix_once(text)
+        rounds, refenced = rounds + (not closed), refenced + closed
+        found = problems(text)
+    return text, found
 
 
-def _language(lines: list[_Line], opening: _Line) -> str:
-    """A language for an unlabelled fence, from its content: json, sh or text."""
-    index = lines.index(opening)
+def _refenced(text: str, limit: int) -> tuple[str, int]:
+    """`text` with fences that swallow the next one's opening line closed, and how many: the first, then
+    each next one while closing the one before changed nothing past the line that closed it (a fence at
+    the top level, no other fence or HTML line from its code's end to that line, which closes the
+    opening it swallowed too): the text rounds closing one fence each and reading the whole text anew
+    would write, in one reading. Every other fix waits for the next round (the fences pair up anew)."""
+    lines = _lines(text)
+    index_of = {line.start: index for index, line in enumerate(lines)}
+    closers: dict[int, str] = {}  # line index -> the closing fence to write after it
+    for opening, inner in _swallowed(lines):
+        start, stop = index_of[opening.start], index_of[inner.start]
+        end = _code_end(lines, start, stop)
+        match = _opening(opening.text)
+        closers[end] = _closing_prefix(match) + match.group(2)
+        if len(closers) == limit or not _closing_changes_nothing_after(lines, end, stop, match.group(1)):
+            break
+    out = "\n".join(line.text + ("\n" + closers[index] if index in closers else "") for index, line in enumerate(lines))
+    return out, len(closers)
+
+
+def _closing_changes_nothing_after(lines: list[_Line], end: int, inner: int, prefix: str) -> bool:
+    """Whether a fence closed after line `end` (with `prefix` before it) reads the lines after the one that
+    closed it before as before: at the top level, with no fence or HTML line from `end` to that one but
+    the `inner` opening it swallowed, which that line closes too."""
+    if prefix:
+        return False  # in a list item or a block quote, the lines read anew may end items or quotes
+    close = inner + 1
+    while close < len(lines) and lines[close].fence != "close":
+        close += 1
+    between = [line.text for line in lines[end + 1 : close] if line is not lines[inner]]
+    return (
+        close < len(lines)
+        and _closes(_opening(lines[inner].text).group(2), lines[close].text)
+        and not any(_FENCE.match(line) or _html_start(line, True) is not None for line in between)
+    )
+
+
+def _language(lines: list[_Line], opening: int) -> str:
+    """A language for the unlabelled fence on line `opening`, from its content: json, sh or text."""
     body = []
-    for line in lines[index + 1 :]:
+    for line in islice(lines, opening + 1, None):
         if line.fence == "close":
             break
         body.append(line.text[_QUOTE_PREFIX.match(line.text).end() :])
@@ -76,16 +128,10 @@ def _language(lines: list[_Line], opening: _Line) -> str:
     return "sh" if content and all(_SHELL.match(row) for row in content.split("\n") if row.strip()) else "text"
 
 
-def _fix_once(text: str) -> tuple[str, bool]:
-    """`text` with one round of fixes, and whether it was only a swallowing fence closed (the fences
-    after it pair up anew, so every other fix waits for the next round)."""
+def _fix_once(text: str) -> str:
+    """`text` with one round of fixes (no fence swallows another's opening line: `_refenced` closed them)."""
     lines = _lines(text)
-    for opening, inner in _swallowed(lines)[:1]:
-        end = lines[_code_end(lines, opening, lines.index(inner))]
-        match = _opening(opening.text)
-        return "\n".join(
-            line.text + ("\n" + _closing_prefix(match) + match.group(2) if line is end else "") for line in lines
-        ), True
+    index_of = {line.start: index for index, line in enumerate(lines)}
     replaced = _padded_rows(lines)
     for line, missing in _unbalanced_lines(lines):
         body = line.text.rstrip()
@@ -96,17 +142,16 @@ def _fix_once(text: str) -> tuple[str, bool]:
         marker_at = match.end(1) + (len(match.group(2)) if kind in ".)" else 0)
         replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
     for line in _unlabelled(lines):
-        replaced[line.start] = line.text.rstrip() + _language(lines, line)
+        replaced[line.start] = line.text.rstrip() + _language(lines, index_of[line.start])
     reindented = set()
     for _, last in _ended_by_container(lines):
-        after = _dedented_closer(lines, last)
+        after = _dedented_closer(lines, index_of[last.start])
         if after is not None:  # the closing fence, written left of the item's indent: moved into the item
             replaced[after.start] = last.closes_at
             reindented.add(after.start)
         else:
             replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
     blank_after = {}  # line index -> the blank line to insert after it; one between two fences
-    index_of = {line.start: index for index, line in enumerate(lines)}
     for line, side in _fence_blanks(lines):
         if line.start in reindented:
             continue  # a closing fence now, in the item: no blank line goes before it
@@ -119,7 +164,7 @@ def _fix_once(text: str) -> tuple[str, bool]:
     at_end = ""  # the closing fence to append, for a fence whose code runs to the end
     if opened is not None and opened.start not in reindented:
         match = _opening(opened.text)
-        closer, end = _closing_prefix(match) + match.group(2), _code_end(lines, opened)
+        closer, end = _closing_prefix(match) + match.group(2), _code_end(lines, index_of[opened.start])
         if end is None:
             at_end = closer
         else:
@@ -127,13 +172,14 @@ def _fix_once(text: str) -> tuple[str, bool]:
     out = "\n".join(replaced.get(line.start, line.text) for line in lines)
     if at_end:
         out += ("" if out.endswith("\n") else "\n") + at_end + ("\n" if text.endswith("\n") else "")
-    return out, False
+    return out
 
 
-def _dedented_closer(lines: list[_Line], last: _Line) -> _Line | None:
-    """The line that ended the list item or block quote a fence was open in, when it is that fence's
-    closing line written with less indentation (then it opens a new fence): None otherwise."""
-    index = lines.index(last) + 1
+def _dedented_closer(lines: list[_Line], last_index: int) -> _Line | None:
+    """The line that ended the list item or block quote a fence was open in (its last line is line
+    `last_index`), when it is that fence's closing line written with less indentation (then it opens a
+    new fence): None otherwise."""
+    last, index = lines[last_index], last_index + 1
     while index < len(lines) and lines[index].in_code and not lines[index].fence and _blank(lines[index].text):
         index += 1
     if index == len(lines) or lines[index].fence != "open":
@@ -143,12 +189,11 @@ def _dedented_closer(lines: list[_Line], last: _Line) -> _Line | None:
     return following if _closes(marker, following.text) else None
 
 
-def _code_end(lines: list[_Line], opening: _Line, stop: int | None = None) -> int | None:
-    """Index of the last line of an unclosed fence's code: the last line that is not blank before
-    a heading or, after a blank line, a line of plain prose at the fence's own indent, or before
-    line `stop`; None when the code runs to the end of the text."""
-    start = lines.index(opening)
-    indent = _indent(_inner(opening.text))
+def _code_end(lines: list[_Line], start: int, stop: int | None = None) -> int | None:
+    """Index of the last line of the code of the unclosed fence on line `start`: the last line that is
+    not blank before a heading or, after a blank line, a line of plain prose at the fence's own indent,
+    or before line `stop`; None when the code runs to the end of the text."""
+    indent = _indent(_inner(lines[start].text))
     last = start
     for index in range(start + 1, len(lines) if stop is None else stop):
         line = _inner(lines[index].text)

@@ -175,6 +175,8 @@ def _lines(text: str) -> list[_Line]:
 
 def _html_start(line: str, after_blank: bool) -> str | None:
     """What ends the HTML block this line starts ("" for a blank line), or None when it starts none."""
+    if "<" not in line[:4]:
+        return None  # every pattern wants `<` after at most three spaces: most lines are ruled out at once
     for pattern, closer in _HTML_CLOSED_BY:
         if match := pattern.match(line):
             return closer if closer is not None else f"</{match.group(1).lower()}>"
@@ -190,6 +192,9 @@ def _blank(line: str) -> bool:
 
 def _list_marker(line: str) -> tuple[int, str, re.Match] | None:
     """(indent, kind, match) of a list item line: kind is the bullet, or "." / ")" for ordered items."""
+    first = line.lstrip()[:1]
+    if not first or not (first in "-*_+" or first.isdigit()):
+        return None  # no rule, bullet or number starts it: most lines are ruled out at once
     if _HORIZONTAL_RULE.match(line):
         return None
     if match := _BULLET.match(line):

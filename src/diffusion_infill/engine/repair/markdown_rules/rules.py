@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ _ESCAPED = re.compile(r"\\.")
 
 _BACKTICK_RUN = re.compile(r"`+")
 _EMPHASIS = re.compile(r"\*\*|__|\*")
+_MARKS = re.compile(r"[*`]|__")
 _WORD = re.compile(r"\w+")
 _NOT_OPENING = frozenset(",.;:!?)]}")
+SWALLOWED = "code fence is never closed before the next one opens"  # the problem `_swallowed` finds
 
 
 @dataclass(frozen=True)
@@ -71,13 +74,17 @@ def _flanking(text: str, start: int, end: int) -> tuple[bool, bool]:
 def _unclosed_markers(text: str) -> list[tuple[int, str]]:
     """(offset, marker) of the emphasis markers in `text` no closer matches, in order."""
     open_markers: list[tuple[int, str]] = []
+    where: dict[str, list[int]] = {"**": [], "__": [], "*": []}  # each marker's places in open_markers
     for match in _EMPHASIS.finditer(text):
         opens, closes = _flanking(text, match.start(), match.end())
         marker = match.group()
-        if closes and any(item == marker for _, item in open_markers):
-            last = max(i for i, (_, item) in enumerate(open_markers) if item == marker)
+        if closes and where[marker]:
+            last = where[marker][-1]  # it closes the last one opened, and what was opened after it
+            for _, item in open_markers[last:]:
+                where[item].pop()
             del open_markers[last:]
         elif opens:
+            where[marker].append(len(open_markers))
             open_markers.append((match.start(), marker))
     return open_markers
 
@@ -107,6 +114,8 @@ def _paragraphs(lines: list[_Line], table_rows: set[int]) -> Iterator[list[_Line
 def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
     """Closers each line of a paragraph lacks, by the line's offset, in the order they must be appended."""
     text = "\n".join(line.text for line in group)
+    if not _MARKS.search(text):
+        return {}  # no emphasis marker and no backtick: nothing to close
     blanked = "\n".join(_BULLET.sub(lambda match: " " * len(match.group()), row) for row in text.split("\n"))
     code_free, unclosed_code = _code_spans(blanked)  # before escapes: a backslash in a code span is text
     code_free = _ESCAPED.sub("  ", code_free)
@@ -116,7 +125,7 @@ def _unbalanced_in(group: list[_Line]) -> dict[int, list[str]]:
         starts.append(starts[-1] + len(line.text) + 1)
 
     def line_of(offset: int) -> _Line:
-        return group[max(i for i, start in enumerate(starts) if start <= offset)]
+        return group[bisect_right(starts, offset) - 1]
 
     if unclosed_code is not None:
         run = _BACKTICK_RUN.match(blanked, unclosed_code).group()
@@ -203,7 +212,7 @@ def problems(text: str) -> list[Problem]:
                 "fence",
                 opening.start,
                 inner.start + len(inner.text),
-                "code fence is never closed before the next one opens",
+                SWALLOWED,
             )
         )
     for opening, last in _ended_by_container(lines):
@@ -253,8 +262,9 @@ def _swallowed(lines: list[_Line]) -> list[tuple[_Line, _Line]]:
             opening = None
         elif opening is not None:
             # as the fence's first line it is content: a fence showing a fenced example (``` then ```js)
-            if content and not (found and found[-1][0] is opening) and _opens_like(opening, line):
+            if content and _opens_like(opening, line):
                 found.append((opening, line))
+                opening = None  # one inner line names the fence; the lines after it cannot close it either
             content = content or bool(line.text.strip())
     return found
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from diffusion_infill.engine.repair.markdown_rules.lines import _Line, _lines
 
@@ -19,6 +20,12 @@ def _cell_spans(row: str) -> list[tuple[int, int]]:
         start += 1
     if stop > start and row[stop - 1] == "|" and row[stop - 2 : stop] != "\\|":
         stop -= 1
+    if stop >= start and "\\" not in row[start:stop]:  # no escape: every pipe splits (str.split, not a char loop)
+        spans, cell_start = [], start
+        for cell in row[start:stop].split("|"):
+            spans.append((cell_start, cell_start + len(cell)))
+            cell_start += len(cell) + 1
+        return spans
     spans, cell_start, index = [], start, start
     while index < stop:
         char = row[index]
@@ -58,7 +65,7 @@ def _delimits(header: str, delimiter: str, body: list[str]) -> bool:
 class _Table:
     rows: list[_Line]  # header, delimiter, body rows
 
-    @property
+    @cached_property  # asked for at every row of the table
     def width(self) -> int:
         return max(len(cells(row.text)) for row in self.rows)
 
