@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 from nvim_driver import Terminal, start_terminal
-from screenshot import save_terminal
+from screenshot import publish, save_terminal
 from test_nvim import CODE, CURSORS, FINAL
 
-IMAGE = Path(__file__).resolve().parents[2] / "docs" / "img" / "nvim.png"
 READY = "require('diffusion_infill').status():match('^infill: ready')"
 RECORD_DRAFTS = """
 _G.drafts = {}
@@ -122,15 +121,14 @@ def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
     return row, col, text, [*frames, line_on_screen(terminal, row, colours=True)]
 
 
-def test_readme_setup_shows_ghost_text_and_no_message(terminal):
+def test_readme_setup_shows_ghost_text_and_no_message(terminal, tmp_path):
     row, col, text, frames = suggestion(terminal)  # a prompt on screen would have failed every RPC call
     messages = terminal.lua("return vim.fn.execute('messages')")
     assert "diffusion" not in messages and "Press ENTER" not in terminal.screen()
     coloured = line_on_screen(terminal, row, colours=True)
     assert re.search(rf"\x1b\[[0-9;]*{GHOST}m{re.escape(text[:1])}", coloured), coloured  # visibly not code
-    if terminal.native:
-        IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        save_terminal(frames, IMAGE)
+    if terminal.native and save_terminal(frames, tmp_path / "nvim.png"):
+        publish(tmp_path / "nvim.png")
 
 
 def test_drafts_are_darker_than_the_final_suggestion(terminal):
