@@ -238,6 +238,18 @@ def main(args: argparse.Namespace) -> int:
     if args.context_tokens >= args.max_prefix:
         raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
     run_dir, export = destinations(args)
+    try:
+        return _train(args, run_dir, export)
+    except KeyboardInterrupt:  # before the first step: loading, or setting up (a tokenizer trained is kept)
+        print(
+            f"train: interrupted before the first step, nothing to resume: {_same_command()} starts again",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+
+
+def _train(args: argparse.Namespace, run_dir: Path, export: Path) -> int:
+    """The run, once its options are checked: torch imported, the trainer made, trained, exported."""
     import torch
 
     from diffusion_infill.engine.devices import pick_device
@@ -304,12 +316,6 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"train: interrupted at step {stopped.step:,}, saved in {stopped.checkpoint}; "
             f"resume with: {_same_command()}",
-            file=sys.stderr,
-        )
-        return INTERRUPTED
-    except KeyboardInterrupt:  # before the first step (a tokenizer trained is kept in the run directory)
-        print(
-            f"train: interrupted before the first step, nothing to resume: {_same_command()} starts again",
             file=sys.stderr,
         )
         return INTERRUPTED
