@@ -200,6 +200,8 @@ class Runs:
         if best.text and run.kept is None:  # else the kept completion stays this context's
             self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
+        if shown is run.kept:  # its notification says step 0, as an answer from memory does; its item, its steps
+            shown = replace(shown, step=0)
         run.latest = shown
         self._publish(run.key, run.position, shown, _since(run.started), offered)
         return offered
