@@ -3,7 +3,9 @@ that must hold whatever the models write and however fast the machine is (no tim
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -91,7 +93,7 @@ def test_bad_replay_options_exit_2_with_one_line(option, capsys: pytest.CaptureF
 
 
 def test_quick_replay_through_the_server_reports_both_models(
-    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ):
     log = tmp_path / "requests.jsonl"
     assert (
@@ -116,6 +118,8 @@ def test_quick_replay_through_the_server_reports_both_models(
         == 0
     )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # the server's window/logMessage and infill/status are handled, not warned about as unknown
+    assert not [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
 
     assert list(result) == ["diffusion", "autoregressive", "files", "characters"]
     [piece] = replay.excerpts(1, 120)
@@ -124,6 +128,7 @@ def test_quick_replay_through_the_server_reports_both_models(
         model = result[family]
         assert set(KEYS) <= set(model)
         assert model["errors"] == 0
+        assert model["flashed_drafts"] == 0 and model["show_drafts"] is False  # as the editors: only answers show
         assert 0 < model["requests"] <= result["characters"]  # at most one request per position
         assert model["accepted"] + model["accepted_word"] + model["accepted_line"] <= model["shown"]
         assert model["shown"] + model["late"] <= model["requests"]
@@ -152,3 +157,10 @@ def test_quick_replay_through_the_server_reports_both_models(
             assert model["accepted_by_source"][source] == sum(
                 entry.get("source") == source and entry["outcome"] == "all" for entry in mine
             )
+
+
+def test_drafts_painted_as_an_editor_asked_to_does_are_counted_when_the_answer_withdraws_them(model_dir: Path):
+    """Text that appears and goes without a key pressed: the count is what `flashed_drafts` is 0 of by default."""
+    [piece] = replay.excerpts(1, 120)
+    painted = asyncio.run(replay.replay_model(model_dir, [piece], {}, 0, 2000, show_drafts=True))
+    assert painted.counts["errors"] == 0 and painted.counts["flashed_drafts"] > 0, painted.counts

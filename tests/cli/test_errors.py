@@ -181,9 +181,14 @@ def notes(tmp_path) -> Path:
     ("args", "expected"),
     [
         (["serve", "--tcp", "99999"], ["99999", "out of range"]),
-        (["serve", "--tcp", "192.0.2.1:0"], ["192.0.2.1", "cannot listen"]),  # TEST-NET-1: no machine has it
-        (["serve", "--tcp", "no-such-host.invalid:0"], ["no-such-host.invalid", "cannot listen"]),
+        (
+            ["serve", "--tcp", "192.0.2.1:0", "--allow-remote"],
+            ["192.0.2.1", "cannot listen"],
+        ),  # TEST-NET-1: no machine has it
+        (["serve", "--tcp", "no-such-host.invalid:0", "--allow-remote"], ["no-such-host.invalid", "cannot listen"]),
         (["serve", "--tcp", "http://x"], ["[HOST:]PORT"]),
+        (["serve", "--tcp", "0.0.0.0:0"], ["--tcp 0.0.0.0", "no authentication", "--allow-remote"]),
+        (["serve", "--tcp", "[::]:0"], ["--tcp ::", "no authentication", "--allow-remote"]),
         (["complete", AT_SAMPLE, "--model", "/nonexistent/model"], ["/nonexistent/model", "no such directory"]),
         (
             ["complete", AT_SAMPLE, "--model", str(SAMPLE.parent)],

@@ -1,10 +1,17 @@
 """`diffusion-infill train` writes only inside its run directory unless told where else, never
-over a checkpoint without `--force`, and an export leaves no calibration of older weights behind."""
+over a checkpoint without `--force`, and an export leaves no calibration of older weights behind;
+it says what it does while it runs, saves a checkpoint on Ctrl-C and says how to resume, and a
+continuation trains as the recipe of its weights says."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import shlex
+import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -65,3 +72,101 @@ def test_training_writes_only_inside_its_run_directory(tmp_path):
     assert {path.name for path in target.iterdir()} == EXPORTED | {"README.md", "generation_config.json"}
     assert json.loads((target / "config.json").read_text()) == json.loads((export / "config.json").read_text())
     assert (target / "model.safetensors").read_bytes() == (export / "model.safetensors").read_bytes()
+
+
+TINY = ("--shape", "1x64", "--max-prefix", "32", "--prefixes", "2", "--threads", "1")
+STEP_LINE = re.compile(r"^train: step ([\d,]+)(/[\d,]+)? · loss [\d.]+ · [\d,]+ tokens/s( · \w+ left)?$")
+
+
+def _tiny_run_dir(tmp_path: Path) -> Path:
+    """A run directory holding the embedded model's tokenizer, so that none is trained (minutes)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(EMBEDDED_MODEL / name, run_dir / name)
+    return run_dir
+
+
+@pytest.mark.slow
+def test_a_run_says_what_it_does_saves_on_ctrl_c_and_resumes_from_there(tmp_path):
+    run_dir = _tiny_run_dir(tmp_path)
+    command = [*CLI, "train", "--run-dir", str(run_dir), *TINY]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # A shell's background job starts with Ctrl-C ignored, and Python keeps it so: the run gets it as a terminal would
+    default_interrupt = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    running = subprocess.Popen(
+        command, cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_interrupt
+    )
+    said = []
+    for line in running.stderr:
+        said.append(line.rstrip("\n"))
+        if sum(bool(STEP_LINE.match(line.rstrip("\n"))) for line in said) == 2:  # the first step's, one 5 s later
+            running.send_signal(signal.SIGINT)
+            break
+    said += running.stderr.read().splitlines()
+    assert running.wait(timeout=120) == 130, said
+    assert said[:3] == ["train: reading the corpus", "train: tokenizing 7,743 files", "train: making the model"]
+    match = re.fullmatch(
+        r"train: interrupted at step ([\d,]+), saved in (.+); resume with: diffusion-infill (.+)", said[-1]
+    )
+    assert match and match[2] == str(run_dir / "checkpoint.pt"), said
+    assert not any("Traceback" in line for line in said)
+    stopped = int(match[1].replace(",", ""))
+    assert shlex.split(match[3]) == ["train", "--run-dir", str(run_dir), *TINY]
+
+    resumed = _train(tmp_path, "--run-dir", str(run_dir), *TINY, "--max-steps", str(stopped + 2))
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stderr.splitlines()
+    assert f"train: resumed from {run_dir / 'checkpoint.pt'} at step {stopped:,}" in lines
+    first = next(STEP_LINE.match(line) for line in lines if STEP_LINE.match(line))
+    assert first[1] == f"{stopped + 1:,}" and first[2] == f"/{stopped + 2:,}" and first[3]  # bounded: time left
+    assert json.loads((run_dir / "model" / "recipe.json").read_text())["step"] == stopped + 2
+
+
+@pytest.mark.slow
+def test_a_continuation_trains_as_its_recipe_says_and_keeps_its_gate_with_a_warning(tmp_path):
+    """The embedded model was trained with `--after-end pad` in bf16 (its recipe.json)."""
+    export = tmp_path / "continued"
+    recipe = json.loads((EMBEDDED_MODEL / "recipe.json").read_text())
+    steps = str(recipe["step"] + 1)
+    done = _train(tmp_path, "--init-from", str(EMBEDDED_MODEL), "--run-dir", "run", "--export", str(export),
+                  "--prefixes", "2", "--threads", "1", "--max-steps", steps)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"train: continuing from {EMBEDDED_MODEL} as its recipe.json says: --precision bf16, --after-end pad "
+        "(give an option to change it)"
+    ) in done.stderr.splitlines()
+    config = json.loads((export / "recipe.json").read_text())["config"]
+    assert (config["precision"], config["objective"]["after_end"]) == ("bf16", "pad")
+    assert (export / "confidence.json").read_bytes() == (EMBEDDED_MODEL / "confidence.json").read_bytes()
+    assert f"with the confidence gate of {EMBEDDED_MODEL}, which was fitted for those weights, not these" in done.stdout
+
+
+def test_options_not_given_come_from_the_recipe_continued_from_and_given_ones_win(tmp_path):
+    from diffusion_infill.cli import train
+    from diffusion_infill.cli.main import build_parser
+
+    config = {"precision": "bf16", "noise": "mask", "objective": {"after_end": "pad", "weighting": "plain"}}
+    (tmp_path / "recipe.json").write_text(json.dumps({"step": 3, "cpu_hours": 0.1, "config": config}))
+    args = build_parser("train").parse_args(["train", "--init-from", str(tmp_path), "--weighting", "inverse_t"])
+    assert train.inherit(args) == ["--precision bf16", "--after-end pad"]  # mask is the default: nothing to say
+    assert (args.precision, args.after_end, args.weighting, args.noise, args.max_prefix) == (
+        "bf16",
+        "pad",
+        "inverse_t",
+        "mask",
+        128,
+    )
+    fresh = build_parser("train").parse_args(["train"])
+    assert train.inherit(fresh) == [] and (fresh.precision, fresh.after_end, fresh.objective) == (
+        "fp32",
+        "ignore",
+        "diffusion",
+    )
+
+
+def test_init_from_a_folder_that_is_not_there_is_one_line(tmp_path):
+    done = _train(tmp_path, "--init-from", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"diffusion-infill: --init-from {tmp_path / 'nowhere'}: no such directory"
+    ]

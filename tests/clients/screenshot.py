@@ -1,10 +1,14 @@
 """Pictures of the editors for docs/img, taken by the end-to-end tests: terminal lines with
 their SGR colour codes (tmux capture-pane -e) become HTML that headless Chromium renders
-(through Playwright: clients/vscode/e2e, installed by its install.sh)."""
+(through Playwright: clients/vscode/e2e, installed by its install.sh).
+
+A test takes its picture in its temporary folder; only with $DIFFUSION_INFILL_UPDATE_SCREENSHOTS=1
+is it copied over docs/img's, so that a test run leaves the checkout as it was."""
 
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -35,6 +39,17 @@ CELL_WIDTH, CELL_HEIGHT = 9, 19
 
 
 E2E = Path(__file__).resolve().parents[2] / "clients" / "vscode" / "e2e"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
+UPDATE_VARIABLE = "DIFFUSION_INFILL_UPDATE_SCREENSHOTS"
+
+
+def publish(picture: Path) -> bool:
+    """Copies `picture` (taken in a temporary folder) to docs/img under its name when
+    $DIFFUSION_INFILL_UPDATE_SCREENSHOTS is 1; True when it did."""
+    if os.environ.get(UPDATE_VARIABLE) != "1":
+        return False
+    shutil.copyfile(picture, DOCS_IMAGES / picture.name)
+    return True
 
 
 def renderer() -> list[str] | None:

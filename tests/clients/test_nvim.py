@@ -81,10 +81,10 @@ def settled(nvim: Nvim, native: bool = False):
     return final, nvim.lua(f"return {SHOWN}")
 
 
-def first_item(nvim: Nvim, tmp_path, native: bool = False):
+def first_item(nvim: Nvim, tmp_path, native: bool = False, text: str = CODE):
     """Tries the cursors until one gets an item; returns (row, col, final draft, shown)."""
     for row, col in CURSORS:
-        open_file(nvim, tmp_path)
+        open_file(nvim, tmp_path, text)
         insert_at(nvim, row, col)
         final, shown = settled(nvim, native)
         if final["text"]:
@@ -102,8 +102,27 @@ def inserted(text: str, row: int, col: int, insertion: str) -> str:
     return "\n".join(lines)
 
 
-def test_drafts_are_painted_then_replaced_by_the_final_item(nvim, tmp_path):
-    row, col, final, shown = first_item(nvim, tmp_path)
+DRAFTS_ON = "require('diffusion_infill.config').options.drafts = true"
+DRAFTS_OFF = "require('diffusion_infill.config').options.drafts = false"
+
+
+def test_by_default_only_the_final_item_is_drawn_never_a_draft(nvim, tmp_path):
+    """A draft the confidence gate may withdraw would be text that appears and goes without a key."""
+    assert nvim.lua("return require('diffusion_infill.config').defaults.drafts") is False
+    # another file end: not a context the server answered before (which would run no model)
+    row, col, final, shown = first_item(nvim, tmp_path, text=CODE + "# only final items are drawn\n")
+    steps = [d for d in nvim.lua("return _G.drafts") if not d["draft"]["final"] and d["draft"]["text"]]
+    assert steps, "no draft before the final one"
+    assert all(entry["shown"] is None for entry in steps), steps  # nothing on screen while it converged
+    assert shown == {"row": row, "col": col, "text": final["text"], "hl": "DiffusionInfillGhost"}
+
+
+def test_drafts_are_painted_when_asked_for_then_replaced_by_the_final_item(nvim, tmp_path):
+    nvim.lua(DRAFTS_ON)
+    try:
+        row, col, final, shown = first_item(nvim, tmp_path)
+    finally:
+        nvim.lua(DRAFTS_OFF)
     steps = [d for d in nvim.lua("return _G.drafts") if not d["draft"]["final"]]
     assert steps, "no draft before the final one"
     for entry in steps:  # each draft was on screen right after it arrived
@@ -173,6 +192,7 @@ def test_multi_line_draft_uses_virt_lines_and_is_not_repainted_when_unchanged(nv
         "_G.marks = 0; local set = vim.api.nvim_buf_set_extmark; "
         "vim.api.nvim_buf_set_extmark = function(...) _G.marks = _G.marks + 1; return set(...) end"
     )
+    nvim.lua(DRAFTS_ON)
     try:
         for _ in range(3):
             nvim.lua(FAKE_DRAFT, "x = 1\nfoo(x)")
@@ -180,6 +200,7 @@ def test_multi_line_draft_uses_virt_lines_and_is_not_repainted_when_unchanged(nv
         nvim.lua(FAKE_DRAFT, "x = 2\nfoo(x)")
         assert nvim.lua("return _G.marks") == 2
     finally:
+        nvim.lua(DRAFTS_OFF)
         nvim.lua("vim.api.nvim_buf_set_extmark = vim.api.nvim_buf_set_extmark")
     [mark] = nvim.lua(f"return vim.api.nvim_buf_get_extmarks(0, {OWN_NS}, 0, -1, {{ details = true }})")
     assert mark[3]["virt_text"] == [["x = 2", "DiffusionInfillDraft"]]
@@ -189,7 +210,11 @@ def test_multi_line_draft_uses_virt_lines_and_is_not_repainted_when_unchanged(nv
 def test_accept_word_and_accept_line(nvim, tmp_path):
     open_file(nvim, tmp_path, "\n", auto=False)
     insert_at(nvim, 0, 0)
-    nvim.lua(FAKE_DRAFT, "total = sum(x)\nprint(total)")
+    nvim.lua(DRAFTS_ON)
+    try:
+        nvim.lua(FAKE_DRAFT, "total = sum(x)\nprint(total)")
+    finally:
+        nvim.lua(DRAFTS_OFF)
     nvim.type("<M-Right>")
     nvim.wait("vim.api.nvim_get_current_line() == 'total'", 10)
     assert nvim.lua(f"return {SHOWN}.text") == " = sum(x)\nprint(total)"  # the rest stays shown
@@ -201,7 +226,11 @@ def test_accept_word_and_accept_line(nvim, tmp_path):
 
 
 def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(native, tmp_path):
-    row, col, final, shown = first_item(native, tmp_path, native=True)
+    native.lua(DRAFTS_ON)
+    try:
+        row, col, final, shown = first_item(native, tmp_path, native=True)
+    finally:
+        native.lua(DRAFTS_OFF)
     drafts = native.lua("return _G.drafts")
     steps = [entry for entry in drafts if entry["draft"]["text"] and not entry["draft"]["final"]]
     assert any(entry["shown"] and entry["shown"]["hl"] == "DiffusionInfillDraft" for entry in steps), "no draft painted"
@@ -288,6 +317,12 @@ INFO_LINE = (
 )
 
 
+def info_line(item: dict) -> str:
+    """What the info line says of one item of a final draft's `items`."""
+    confidence = "-" if item["confidence"] is None else f"{item['confidence']:.2f}"
+    return f" {item['step']} steps · {item['ms']} ms · confidence {confidence} · {item['source']}"
+
+
 def test_the_info_line_shows_steps_ms_confidence_and_source_when_asked_for(nvim, tmp_path):
     assert nvim.lua("return require('diffusion_infill.config').defaults.info") is False  # off by default
     nvim.lua("require('diffusion_infill.config').options.info = true")
@@ -296,8 +331,7 @@ def test_the_info_line_shows_steps_ms_confidence_and_source_when_asked_for(nvim,
         info = nvim.wait(INFO_LINE, 10)
     finally:
         nvim.lua("require('diffusion_infill.config').options.info = false")
-    confidence = f"{final['confidence']:.2f}"
-    assert info == [row, f" {final['step']} steps · {final['ms']} ms · confidence {confidence} · {final['source']}"]
+    assert info == [row, info_line(final["items"][0])]
     nvim.type("<Esc>")
     nvim.wait(f"not {INFO_LINE}")  # it goes with the suggestion
 
@@ -336,7 +370,8 @@ def test_a_burst_of_typing_sends_one_request(nvim, tmp_path):
         nvim.lua("vim.lsp.get_clients({ name = 'diffusion_infill' })[1].request = nil")
 
 
-def test_cycling_asks_for_several_items_and_shows_the_next(nvim, tmp_path):
+def test_cycling_asks_for_several_items_and_shows_the_next_with_its_own_info(nvim, tmp_path):
+    nvim.lua("require('diffusion_infill.config').options.info = true")
     nvim.lua(
         "_G.kinds = {}; local c = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]; "
         "c.request = function(self, method, params, ...) if method == 'textDocument/inlineCompletion' then "
@@ -357,11 +392,15 @@ def test_cycling_asks_for_several_items_and_shows_the_next(nvim, tmp_path):
             pytest.fail(f"none of {len(CURSORS)} mid-line cursors got several items to cycle through")
         assert nvim.lua("return _G.kinds")[-1] == 1  # Invoked
         assert nvim.lua(f"return {SHOWN}")["text"] == final["text"]
-        nvim.type("<M-]>")  # the next item
+        assert len(final["items"]) == len(items) and nvim.wait(INFO_LINE, 10)[1] == info_line(final["items"][0])
+        assert info_line(final["items"][0]) != info_line(final["items"][1])  # the second sample took longer
+        nvim.type("<M-]>")  # the next item, with its own info
         nvim.wait("select(2, require('diffusion_infill.ghost').items()) == 2", 10)
         assert nvim.lua(f"return {SHOWN}")["hl"] == "DiffusionInfillGhost"
+        assert nvim.wait(INFO_LINE, 10)[1] == info_line(final["items"][1])
     finally:
         nvim.lua("vim.lsp.get_clients({ name = 'diffusion_infill' })[1].request = nil")
+        nvim.lua("require('diffusion_infill.config').options.info = false")
 
 
 def test_diagnostics_and_code_actions_come_through_neovims_lsp_client(nvim, tmp_path):

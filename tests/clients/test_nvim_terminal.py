@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 from nvim_driver import Terminal, start_terminal
-from screenshot import save_terminal
+from screenshot import publish, save_terminal
 from test_nvim import CODE, CURSORS, FINAL
 
-IMAGE = Path(__file__).resolve().parents[2] / "docs" / "img" / "nvim.png"
 READY = "require('diffusion_infill').status():match('^infill: ready')"
 RECORD_DRAFTS = """
 _G.drafts = {}
@@ -122,20 +121,47 @@ def suggestion(terminal: Terminal) -> tuple[int, int, str, list[str]]:
     return row, col, text, [*frames, line_on_screen(terminal, row, colours=True)]
 
 
-def test_readme_setup_shows_ghost_text_and_no_message(terminal):
+def test_readme_setup_shows_ghost_text_and_no_message(terminal, tmp_path):
     row, col, text, frames = suggestion(terminal)  # a prompt on screen would have failed every RPC call
     messages = terminal.lua("return vim.fn.execute('messages')")
     assert "diffusion" not in messages and "Press ENTER" not in terminal.screen()
     coloured = line_on_screen(terminal, row, colours=True)
     assert re.search(rf"\x1b\[[0-9;]*{GHOST}m{re.escape(text[:1])}", coloured), coloured  # visibly not code
-    if terminal.native:
-        IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        save_terminal(frames, IMAGE)
+    if terminal.native and save_terminal(frames, tmp_path / "nvim.png"):
+        publish(tmp_path / "nvim.png")
 
 
-def test_drafts_are_darker_than_the_final_suggestion(terminal):
+def test_a_runs_drafts_are_not_drawn_only_its_answer(terminal):
+    """No text appears that goes without a key pressed: while the trigger key's run converges (its
+    drafts streamed as infill/draft, which the gate may withdraw) the line shows the code as it
+    is, or the item shown before, then the answer; never a draft (config `drafts` is off)."""
+    row, col = CURSORS[0]
+    open_file(terminal)
+    insert_at(terminal, row, col)
+    before = terminal.wait(f"{FINAL} or false", 120)  # the automatic request's answer, drawn or empty
+    terminal.lua("_G.drafts = {}")
+    terminal.type("M-\\")  # trigger: an Invoked run of the model
+    frames = []
+    while not (final := terminal.lua(f"return {FINAL}")):
+        frame = line_on_screen(terminal, row, colours=True)
+        if not frames or frames[-1] != frame:
+            frames.append(frame)
+        time.sleep(0.02)
+    frames.append(line_on_screen(terminal, row, colours=True))
+    drafts = [d["draft"]["text"] for d in terminal.lua("return _G.drafts") if not d["draft"]["final"]]
+    assert any(drafts), "the run streamed no draft to hold back"
+    line = TEXT.split("\n")[row]
+    answers = [line[:col] + text.split("\n")[0] for text in (before["text"], final["text"]) if text]
+    for frame in frames:
+        assert not re.search(rf"\x1b\[[0-9;]*{DRAFT}m", frame), frame
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", frame).rstrip()
+        assert plain == line or any(plain.startswith(answer) for answer in answers), (plain, drafts)
+
+
+def test_drafts_asked_for_are_darker_than_the_final_suggestion(terminal):
     open_file(terminal)
     terminal.lua("require('diffusion_infill.config').options.auto_trigger = false")
+    terminal.lua("require('diffusion_infill.config').options.drafts = true")
     insert_at(terminal, 11, 4)
     terminal.wait("vim.api.nvim_get_mode().mode == 'i'")
     terminal.lua("""
@@ -146,6 +172,7 @@ def test_drafts_are_darker_than_the_final_suggestion(terminal):
           text = 'draft', position = vim.lsp.util.make_position_params(0, client.offset_encoding).position,
         }, { client_id = client.id })""")
     terminal.wait_screen(lambda screen: "draftprint" in screen)
+    terminal.lua("require('diffusion_infill.config').options.drafts = false")
     coloured = line_on_screen(terminal, 11, colours=True)
     assert re.search(rf"\x1b\[[0-9;]*{DRAFT}m", coloured) and DRAFT != GHOST, coloured
     terminal.lua("require('diffusion_infill.config').options.auto_trigger = true")

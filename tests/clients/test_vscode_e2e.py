@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from commands import serve_command
 from openai_servers import SilentServer
+from screenshot import publish
 from test_nvim import CODE, CURSORS
 from test_nvim_terminal import TYPING
 
@@ -30,7 +31,6 @@ VSCODE = Path(__file__).resolve().parents[2] / "clients" / "vscode"
 E2E = VSCODE / "e2e"
 CODE_SERVER = E2E / "node_modules" / "code-server" / "out" / "node" / "entry.js"
 VSIX = VSCODE / "diffusion-infill.vsix"
-IMAGE = VSCODE.parents[1] / "docs" / "img" / "vscode.png"
 BROKEN = '{"name": "shapes", "sides": 4,, "closed": true\n'
 RUN_TIMEOUT = 900
 WORKBENCH = {  # a quiet workbench; the editor and the extension as they come
@@ -141,14 +141,14 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     url, root, workspace = code_server
     (workspace / "sample.py").write_text(CODE)
     (workspace / "broken.json").write_text(BROKEN)
-    IMAGE.parent.mkdir(parents=True, exist_ok=True)
+    picture = root / "vscode.png"
     result = run_in_browser(
         root,
         {
             "url": url,
             "python": {"file": "sample.py", "path": str(workspace / "sample.py"), "cursors": CURSORS},
             "json": {"file": "broken.json"},
-            "screenshot": str(IMAGE),
+            "screenshot": str(picture),
         },
     )
     suggestion = result["suggestion"]
@@ -165,6 +165,7 @@ def test_a_suggestion_is_accepted_with_tab_and_fix_json_repairs_a_file(code_serv
     assert fixed == {"name": "shapes", "sides": 4, "closed": True}
     log = next((root / "data" / "logs").rglob("diffusion-infill.log")).read_text()
     assert "ignored settings" not in log, log  # the extension sends the server only the server's settings
+    publish(picture)
 
 
 def test_an_untrusted_workspace_runs_no_command_of_its_own_and_sends_code_nowhere(model_dir, tmp_path):

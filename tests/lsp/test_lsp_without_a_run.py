@@ -152,3 +152,48 @@ async def test_an_uncalibrated_model_is_asked_instead_of_repeating_the_document(
         assert final_step(client, uri) > 0
     finally:
         await stop(client)
+
+
+def finals(session, uri: str) -> list:
+    return [d for d in session.drafts.of(uri, 1) if d.final]
+
+
+def info(item) -> tuple:
+    return item.step, item.source, item.confidence
+
+
+async def test_each_cycled_item_carries_its_own_info_whatever_its_source(session):
+    """The final `infill/draft` lists each item's steps, ms, confidence and source in the answer's
+    order. An item kept from the answer while typing keeps what that answer said: the steps of the
+    run that wrote it (not 0), or the document's draft's 0; the trigger key's samples have their own."""
+    editor = Editor(session)
+    configure(session, minConfidence=0.4, documentDrafts=False)  # the model's 0.5 is shown while typing
+    try:
+        for line in ("    return width", "    area = width", "    total = width +"):
+            text = f"def area(width, height):\n{line}\n"
+            uri = editor.open(text)
+            at = editor.end_of(uri, line)
+            if await editor.request(uri, at):
+                break
+        [typed] = finals(session, uri)
+        assert typed.step > 0 and [info(item) for item in typed.items] == [info(typed)]
+        answer = await editor.request(uri, at, invoked=True)
+        invoked = finals(session, uri)[-1]
+        assert len(invoked.items) == len(answer) >= 2
+        first, *samples = invoked.items
+        assert info(first) == info(typed) and (invoked.step, invoked.source) == (0, "model")  # not computed again
+        assert all(sample.source == "model" and sample.step > 0 and sample.ms >= first.ms for sample in samples)
+        again = editor.open(text)  # the same context in another document: answered from memory
+        await editor.request(again, at)
+        [cached] = finals(session, again)
+        assert cached.step == 0 and [info(item) for item in cached.items] == [info(typed)]
+    finally:
+        configure(session)
+    uri = editor.open(SEVERAL + "\n")  # the document's draft while typing, then the trigger key
+    await editor.request(uri, editor.end_of(uri, SEVERAL))
+    await editor.request(uri, editor.end_of(uri, SEVERAL), invoked=True)
+    drafted, invoked = finals(session, uri)
+    assert [(item.step, item.source) for item in drafted.items] == [(0, "document")]
+    first, *samples = invoked.items
+    assert (first.step, first.source) == (0, "document") and samples
+    assert all(sample.source == "model" and sample.step > 0 for sample in samples)

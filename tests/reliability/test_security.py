@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from hypothesis import strategies as st
 from lsprotocol.types import Position
 from raw_server import HANG_S, RawServer, frame, start_server
 
+from diffusion_infill.cli.inputs import is_loopback
 from diffusion_infill.lsp.positions import Lines
 
 MARKER = "SECRET-51c0de-DOCUMENT-TEXT"
@@ -332,23 +335,46 @@ def listening_addresses(table: Path, port: int) -> list[str]:
     return [row[1] for row in rows if row[3] == "0A" and int(row[1].rsplit(":", 1)[1], 16) == port]  # 0A: LISTEN
 
 
-def test_tcp_listens_on_127_0_0_1_only(tiny_model_dir, tmp_path):
+@contextmanager
+def serving_port(tiny_model_dir: Path, tmp_path: Path, *tcp: str) -> Iterator[tuple[int, list[str]]]:
+    """`serve` with `tcp` options, until it listens: (its port, the lines of stderr until then)."""
     process = subprocess.Popen(
-        serve_command(tiny_model_dir, tmp_path / "t.json", "--tcp", "0"),
+        serve_command(tiny_model_dir, tmp_path / "t.json", *tcp),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        serving = None
+        serving, said = None, []
         while serving is None:  # the server logs where it listens once the socket is bound
             line = process.stderr.readline()
-            assert line, "the server exited before listening"
+            assert line, f"the server exited before listening: {said}"
+            said.append(line.rstrip("\n"))
             serving = re.search(r"Serving on \('([\d.]+)', (\d+)\)", line)
-        port = int(serving.group(2))
-        assert listening_addresses(Path("/proc/net/tcp"), port) == [f"0100007F:{port:04X}"]  # 127.0.0.1 only
-        assert listening_addresses(Path("/proc/net/tcp6"), port) == []
+        yield int(serving.group(2)), said
     finally:
         process.kill()
         process.wait()
+
+
+def test_tcp_listens_on_127_0_0_1_only(tiny_model_dir, tmp_path):
+    with serving_port(tiny_model_dir, tmp_path, "--tcp", "0") as (port, said):
+        assert listening_addresses(Path("/proc/net/tcp"), port) == [f"0100007F:{port:04X}"]  # 127.0.0.1 only
+        assert listening_addresses(Path("/proc/net/tcp6"), port) == []
+        assert not any("authentication" in line for line in said)
+
+
+def test_tcp_on_every_interface_needs_allow_remote_and_says_what_is_exposed(tiny_model_dir, tmp_path):
+    tcp = ("--tcp", "0.0.0.0:0", "--allow-remote")
+    with serving_port(tiny_model_dir, tmp_path, *tcp) as (port, said):
+        assert listening_addresses(Path("/proc/net/tcp"), port) == [f"00000000:{port:04X}"]  # 0.0.0.0
+        assert said[0] == (
+            "diffusion-infill serve: listening on 0.0.0.0 without authentication: anyone who can reach it can "
+            "send it code, read the completions and fixes, and change its settings (the model, the engine)"
+        )
+
+
+def test_loopback_names_are_told_from_addresses_others_reach():
+    assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "::1", "localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.0.2.1", "no-such-host.invalid"]))

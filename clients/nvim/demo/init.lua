@@ -4,4 +4,5 @@ vim.opt.swapfile = false
 vim.opt.number = true
 vim.opt.termguicolors = true
 vim.cmd.colorscheme('habamax')
-require('diffusion_infill').setup({ settings = { mode = 'single-line' } })
+-- drafts: the recording shows the draft converging, which the plugin paints only when asked
+require('diffusion_infill').setup({ settings = { mode = 'single-line' }, drafts = true })

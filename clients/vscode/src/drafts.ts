@@ -12,6 +12,15 @@ export interface Draft {
   source?: string; // model, document or typed_along
   ms?: number; // since the run (or the answer without one) began
   confidence?: number | null; // the final completion's estimated chance of being accepted
+  items?: ItemInfo[]; // final drafts: each item's own info, in the answer's order
+}
+
+/** What an info line says of one item (the final draft's `items`). */
+export interface ItemInfo {
+  step: number;
+  ms: number;
+  confidence: number | null;
+  source: string;
 }
 
 /** The editor as a draft needs it: the document's uri and version, and the cursor. */

@@ -117,7 +117,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (ghost === null && editor && draft.final && draft.text && config.get<boolean>('infoLine', false)) {
       inform(editor, draft);
     }
-    if (!config.get<boolean>('showDrafts', true)) {
+    if (!config.get<boolean>('showDrafts', false)) {
       return;
     }
     if (ghost === null) {

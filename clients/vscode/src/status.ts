@@ -58,8 +58,10 @@ export function offFor(enable: Enable, language: string | undefined): string | u
   return enable[key] === false ? key : undefined;
 }
 
-/** The info line after a suggestion: steps, milliseconds, confidence and where it came from. */
+/** The info line after a suggestion: steps, milliseconds, confidence and where it came from, of the
+ * first item (the one VS Code shows first: its own info, from `items`, where the server sends it). */
 export function infoLine(draft: Draft): string {
-  const confidence = typeof draft.confidence === 'number' ? draft.confidence.toFixed(2) : '-';
-  return `${draft.step} steps · ${draft.ms ?? 0} ms · confidence ${confidence} · ${draft.source ?? 'model'}`;
+  const item = draft.items?.[0] ?? draft;
+  const confidence = typeof item.confidence === 'number' ? item.confidence.toFixed(2) : '-';
+  return `${item.step} steps · ${item.ms ?? 0} ms · confidence ${confidence} · ${item.source ?? 'model'}`;
 }

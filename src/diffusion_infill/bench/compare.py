@@ -454,6 +454,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log", type=Path, metavar="FILE", help="--replay: write every request and its outcome here (JSON lines)"
     )
     parser.add_argument(
+        "--show-drafts",
+        action="store_true",
+        help="--replay: the client paints every draft before the answer (the editors' drafts setting; off by "
+        "default), and flashed_drafts counts those the answer withdrew",
+    )
+    parser.add_argument(
         "--pause-ms",
         type=positive_int,
         default=400,

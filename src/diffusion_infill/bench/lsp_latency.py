@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import datetime
 import json
+import logging
 import os
 import shutil
 import statistics
@@ -31,6 +32,9 @@ from diffusion_infill.bench.heldout import CASE_SEED
 from diffusion_infill.bench.metrics import percentile
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.training.probes import held_out_line_cases
+
+log = logging.getLogger(__name__)
+STATUS_NOTIFICATION = "infill/status"  # docs/protocol.md
 
 
 class Recorder:
@@ -94,6 +98,7 @@ async def start_server(
     """Starts `diffusion-infill serve` on stdio and initializes it for inline completion with `options`
     (initializationOptions). `extra`: more serve options; `verbose`: debug logging on its stderr;
     `process`: for the subprocess (e.g. env)."""
+    listen_to_status(client)
     await client.start_io(
         sys.executable,
         "-m",
@@ -112,6 +117,19 @@ async def start_server(
     )
     await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
     client.initialized(types.InitializedParams())
+
+
+def listen_to_status(client: LanguageClient) -> None:
+    """Handles what the server says of its state (window/logMessage, infill/status), which pygls would
+    otherwise warn about as unknown: an error is logged (a model that fails to load would else be
+    only a timeout), the rest is for an editor's status line."""
+
+    def on_log(ls, params: types.LogMessageParams) -> None:
+        if params.type == types.MessageType.Error:
+            log.error("server: %s", params.message)
+
+    client.feature(types.WINDOW_LOG_MESSAGE)(on_log)
+    client.feature(STATUS_NOTIFICATION)(lambda ls, params: None)
 
 
 async def measure(model: Path, cases, options: dict) -> dict:

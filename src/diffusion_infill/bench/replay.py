@@ -32,8 +32,11 @@ version says step 0: no denoising step ran), `answered_without_run` (no final `i
 at all: the server ran nothing, diffusion_infill.engine.completion.without_run), `shown_by_source` and
 `accepted_by_source` (the suggestions shown, and those accepted whole, by where the final
 `infill/draft` says they came from: the model's run, the document's draft, or the rest of a
-shown suggestion typed along; diffusion_infill.engine.drafts.SOURCES), and more. Both the diffusion engine and the
-autoregressive baseline run through the same server, one after the other, on one thread.
+shown suggestion typed along; diffusion_infill.engine.drafts.SOURCES), `flashed_drafts` (drafts the client
+painted that the answer then withdrew: text that appeared and went without a key pressed; the editors
+paint no draft by default, `--show-drafts` paints each as they do when asked to), and more. Both the
+diffusion engine and the autoregressive baseline run through the same server, one after the other, on
+one thread.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ COUNTS = (
     "errors",
     "answered_without_model",
     "answered_without_run",
+    "flashed_drafts",
 )
 
 
@@ -224,9 +228,23 @@ class Tally:
 class Typist:
     """One server process, and a user typing excerpts into it."""
 
-    def __init__(self, client: LanguageClient, finals: dict[tuple[str, int], dict], tally: Tally):
+    def __init__(
+        self,
+        client: LanguageClient,
+        finals: dict[tuple[str, int], dict],
+        tally: Tally,
+        drafts: dict[tuple[str, int], list[str]],
+        show_drafts: bool = False,
+    ):
         self.client, self.finals, self.tally = client, finals, tally
+        self.drafts, self.show_drafts = drafts, show_drafts  # the non-final drafts of each (uri, version)
         self.documents = 0
+
+    def _flashed(self, uri: str, version: int, shown: str) -> int:
+        """The drafts the client painted for this request (only with `show_drafts`, as the editors' own
+        drafts setting) that the answer, shown at once, does not go on from: withdrawn without a key."""
+        painted = {text for text in self.drafts.pop((uri, version), []) if text}
+        return sum(not shown.startswith(text) for text in painted) if self.show_drafts else 0
 
     def _change(self, uri: str, version: int, text: str, at: types.Position) -> None:
         self.client.text_document_did_change(
@@ -291,7 +309,8 @@ class Typist:
             counts["errors"] += 1
             entry["outcome"] = "error"
             return ""
-        if asked is None:
+        if asked is None:  # its drafts went because the user typed on
+            self.drafts.pop((uri, version), None)
             counts["late"] += 1
             entry["outcome"] = "late"
             return ""
@@ -304,6 +323,7 @@ class Typist:
         if final is None:  # not even a final draft: the server ran nothing (engine.completion.without_run)
             counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
+        counts["flashed_drafts"] += self._flashed(uri, version, shown)
         if not shown:
             return ""
         source = final.get("source", MODEL) if final is not None else MODEL
@@ -348,14 +368,19 @@ async def _warm_up(client: LanguageClient) -> None:
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
 
 
-async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed: int, pause_ms: int) -> Tally:
+async def replay_model(
+    model: Path, pieces: list[Excerpt], settings: dict, seed: int, pause_ms: int, show_drafts: bool = False
+) -> Tally:
     """Types every excerpt through one fresh server serving `model`."""
     client = LanguageClient("replay-bench", "1")
     finals: dict[tuple[str, int], dict] = {}
+    drafts: dict[tuple[str, int], list[str]] = {}
 
     def on_draft(ls, params) -> None:
         if params.final:
             finals[(params.uri, params.version)] = {"step": params.step, "source": getattr(params, "source", MODEL)}
+        else:
+            drafts.setdefault((params.uri, params.version), []).append(params.text)
 
     client.feature("infill/draft")(on_draft)
     tally = Tally()
@@ -376,7 +401,7 @@ async def replay_model(model: Path, pieces: list[Excerpt], settings: dict, seed:
         assert process is not None
         try:
             await _warm_up(client)
-            typist = Typist(client, finals, tally)
+            typist = Typist(client, finals, tally, drafts, show_drafts)
             before = cpu_seconds(process.pid)
             for piece in pieces:
                 await typist.type_excerpt(piece, (pause_ms - DEBOUNCE_MS) / 1000)
@@ -425,10 +450,11 @@ def run(
     tuning: bool = False,
     log: Path | None = None,
     paths: list[Path] | None = None,
+    show_drafts: bool = False,
 ) -> dict:
     """Both models on the same excerpts (the tuning files' with `tuning`, the files at `paths`
     with those); `model` None: a copy of the embedded model. `log`: every request and its
-    outcome, a JSON object a line."""
+    outcome, a JSON object a line. `show_drafts`: the client paints every draft."""
     from diffusion_infill.bench.lsp_latency import embedded_model_copy
 
     pieces = excerpts(
@@ -440,13 +466,14 @@ def run(
     with tempfile.TemporaryDirectory() as scratch:
         served = {"diffusion": model or embedded_model_copy(Path(scratch)), "autoregressive": baseline}
         for family, path in served.items():
-            tally = asyncio.run(replay_model(path, pieces, settings, seed, pause_ms))
+            tally = asyncio.run(replay_model(path, pieces, settings, seed, pause_ms, show_drafts))
             if log is not None:
                 with log.open("a") as out:
                     out.writelines(json.dumps({"model": family, **entry}) + "\n" for entry in tally.log)
             report[family] = {
                 **summarize(tally, characters),
                 "pause_ms": pause_ms,
+                "show_drafts": show_drafts,
                 "min_confidence": settings.get("minConfidence", _calibrated_threshold(path)),
                 "model": str(model or "embedded") if family == "diffusion" else str(path),
             }
@@ -466,6 +493,7 @@ def table(report: dict) -> str:
         "cpu_ms_per_100",
         "answered_without_model",
         "answered_without_run",
+        "flashed_drafts",
         "accepted_word",
         "accepted_line",
         "late",
@@ -526,6 +554,7 @@ def main(args) -> int:
         args.tuning,
         args.log,
         args.paths,
+        args.show_drafts,
     )
     if args.json:
         print(json.dumps(report))

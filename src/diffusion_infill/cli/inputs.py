@@ -7,6 +7,7 @@ Nothing here imports torch, so these checks answer before the model libraries lo
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +112,16 @@ def check_listen(host: str, port: int) -> None:
             probe.listen()
     except OSError as error:  # socket.gaierror (a host that does not resolve) included
         raise CliError(f"--tcp: cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address HOST names is this machine's loopback (127.0.0.0/8, ::1), so that no
+    other machine can connect; a host that does not resolve is not (check_listen then says why)."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)}
+    except OSError:
+        return False
+    return all(ipaddress.ip_address(address.partition("%")[0]).is_loopback for address in addresses)
 
 
 class Parser(argparse.ArgumentParser):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from diffusion_infill.cli import remote
-from diffusion_infill.cli.inputs import check_listen, tcp_address
+from diffusion_infill.cli.inputs import CliError, check_listen, is_loopback, tcp_address
 from diffusion_infill.cli.models import add_engine_options, add_model_options, check_device, check_model
 
 
@@ -22,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="listen on TCP instead of stdio (default host 127.0.0.1; port 0: any free one)",
     )
     parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --tcp listen on an address other machines can reach (no authentication: see docs/cli.md)",
+    )
+    parser.add_argument(
         "--telemetry",
         type=Path,
         metavar="FILE",
@@ -32,6 +38,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     remote.add_options(parser)
 
 
+def exposure(host: str, args: argparse.Namespace) -> str | None:
+    """The server has no authentication: an address other machines reach needs --allow-remote, and
+    then the user is told what anyone who connects gets (the line returned); None for loopback."""
+    if is_loopback(host):
+        return None
+    if not args.allow_remote:
+        raise CliError(
+            f"--tcp {host}: other machines could connect, and the server has no authentication; "
+            "pass --allow-remote to listen there anyway, or use 127.0.0.1"
+        )
+    spent = f"; requests spend the API key sent to {args.url}" if args.engine == "openai" else ""
+    return (
+        f"diffusion-infill serve: listening on {host} without authentication: anyone who can reach it "
+        f"can send it code, read the completions and fixes, and change its settings (the model, the engine){spent}"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     address = tcp_address(args.tcp) if args.tcp else None
     remote.remote_settings(args)  # checked here; the server connects itself
@@ -40,7 +63,10 @@ def main(args: argparse.Namespace) -> int:
     # reported there, and the diagnostics and deterministic fixes work without a model.
     check_model(args)
     if address is not None:
+        exposed = exposure(address[0], args)
         check_listen(*address)
+        if exposed:
+            print(exposed, file=sys.stderr)
     check_device(args)  # a GPU is asked of torch; the model stack is the engine thread's to import (lsp.worker)
     from diffusion_infill.engine.remote.settings import Credentials
     from diffusion_infill.lsp.server import ServeOptions, create_server

@@ -3,11 +3,16 @@
 A run writes only inside its run directory (checkpoints, logs, probes, and the exported weights
 in RUN/model) unless `--export DIR` names somewhere else; a DIR that already holds a
 checkpoint is replaced only with `--force`, so the shipped model cannot be overwritten by accident.
+With `--init-from DIR`, what the objective and precision were is read from DIR's recipe.json
+unless given: a continuation trains what its weights were trained for.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
 from pathlib import Path
 
 from diffusion_infill.cli.inputs import (
@@ -20,18 +25,31 @@ from diffusion_infill.cli.inputs import (
     shape,
 )
 from diffusion_infill.engine.checkpoint import ModelLoadError
+from diffusion_infill.engine.training.progress import UNBOUNDED_STEPS
 
 RUN_DIRS = {"diffusion": Path("runs/tiny"), "fim": Path("runs/fim")}
 EXPORT_NAME = "model"  # the run's own export: RUN/model
 CHECKPOINT_FILES = ("config.json", "model.safetensors")  # a folder with either holds a checkpoint
+INTERRUPTED = 130  # the exit status of a run stopped with Ctrl-C, as shells give it
+# Options a continuation takes from the recipe.json of the weights it continues from, unless given:
+# option: (where the value lies in the recipe's config, the default without a recipe)
+INHERITED = {
+    "objective": (("objective_kind",), "diffusion"),
+    "noise": (("noise",), "mask"),
+    "precision": (("precision",), "fp32"),
+    "max_prefix": (("max_prefix",), 128),
+    "after_end": (("objective", "after_end"), "ignore"),
+    "weighting": (("objective", "weighting"), "inverse_t"),
+    "context_tokens": (("objective", "context_tokens"), 0),
+    "draft_fraction": (("objective", "draft_fraction"), 0.0),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--objective",
         choices=tuple(RUN_DIRS),
-        default="diffusion",
-        help="diffusion: the embedded model; fim: the autoregressive fill-in-the-middle baseline",
+        help="diffusion: the embedded model (default); fim: the autoregressive fill-in-the-middle baseline",
     )
     parser.add_argument(
         "--run-dir",
@@ -57,10 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--init-from",
         type=Path,
         metavar="DIR",
-        help="continue from exported weights (fresh optimizer; steps and CPU hours count on from their recipe.json)",
+        help="continue from exported weights (fresh optimizer; steps and CPU hours count on from their "
+        "recipe.json, and the objective and precision options not given are its; its confidence gate is copied)",
     )
     parser.add_argument(
-        "--max-steps", type=positive_int, default=10**9, metavar="N", help="stop at this optimizer step"
+        "--max-steps", type=positive_int, default=UNBOUNDED_STEPS, metavar="N", help="stop at this optimizer step"
     )
     parser.add_argument("--max-minutes", type=positive_float, metavar="M", help="stop after this wall time")
     parser.add_argument(
@@ -79,22 +98,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--noise",
         choices=("mask", "uniform"),
-        default="mask",
         help="diffusion: the noise of the objective (default mask)",
     )
     parser.add_argument("--threads", type=positive_int, metavar="N", help="torch CPU threads (default: torch's choice)")
     parser.add_argument(
         "--precision",
         choices=("fp32", "bf16"),
-        default="fp32",
-        help="bf16: matmuls in bfloat16 under autocast (weights stay float32)",
+        help="bf16: matmuls in bfloat16 under autocast (weights stay float32; default fp32)",
     )
     parser.add_argument(
         "--max-prefix",
         type=positive_int,
-        default=128,
         metavar="N",
-        help="prefix tokens the model sees (training and inference; batches draw a quarter, half or all of it)",
+        help="prefix tokens the model sees (training and inference; batches draw a quarter, half or all of it; "
+        "default 128)",
     )
     parser.add_argument(
         "--ar-first-hours",
@@ -106,7 +123,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--context-tokens",
         type=non_negative_int,
-        default=0,
         metavar="N",
         help="of --max-prefix, tokens given to lines from further up the file that share names "
         "with the cursor's line (training and inference; default 0: none)",
@@ -114,8 +130,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--after-end",
         choices=("ignore", "pad"),
-        default="ignore",
-        help="diffusion: gap slots after END out of the loss, or PAD targets",
+        help="diffusion: gap slots after END out of the loss (ignore, the default), or PAD targets",
     )
     parser.add_argument(
         "--shape",
@@ -153,13 +168,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--weighting",
         choices=("inverse_t", "plain"),
-        default="inverse_t",
-        help="diffusion: each noised slot's loss over its noise level t, or plain cross-entropy",
+        help="diffusion: each noised slot's loss over its noise level t (the default), or plain cross-entropy",
     )
     parser.add_argument(
         "--draft-fraction",
         type=probability,
-        default=0.0,
         metavar="P",
         help="diffusion: single-gap canvases that hold a draft to judge instead of noise, the loss "
         "on every gap slot (revision canvases; default 0: none)",
@@ -183,17 +196,74 @@ def destinations(args: argparse.Namespace) -> tuple[Path, Path]:
     return run_dir, args.export
 
 
+def _recipe_config(init_from: Path | None) -> dict:
+    """The config in the recipe.json of the weights a run continues from ({} from scratch)."""
+    if init_from is None:
+        return {}
+    if not init_from.is_dir():
+        raise CliError(f"--init-from {init_from}: no such directory")
+    recipe = init_from / "recipe.json"
+    try:
+        return json.loads(recipe.read_text()).get("config", {}) if recipe.exists() else {}
+    except (OSError, ValueError, AttributeError) as error:
+        raise CliError(f"cannot read {recipe}: {error}") from None
+
+
+def inherit(args: argparse.Namespace) -> list[str]:
+    """Fills the options of INHERITED not given: from the recipe continued from, else their defaults.
+    Returns the options taken from the recipe, as `--option value`."""
+    config, taken = _recipe_config(args.init_from), []
+    for option, (path, default) in INHERITED.items():
+        if getattr(args, option) is not None:
+            continue
+        value = config
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            value = default
+        elif value != default:
+            taken.append(f"--{option.replace('_', '-')} {value}")
+        setattr(args, option, value)
+    return taken
+
+
 def main(args: argparse.Namespace) -> int:
+    taken = inherit(args)
+    if taken:
+        print(
+            f"train: continuing from {args.init_from} as its recipe.json says: {', '.join(taken)} "
+            "(give an option to change it)",
+            file=sys.stderr,
+        )
     if args.context_tokens >= args.max_prefix:
         raise CliError(f"--context-tokens ({args.context_tokens}) must be below --max-prefix ({args.max_prefix})")
     run_dir, export = destinations(args)
+    try:
+        return _train(args, run_dir, export)
+    except KeyboardInterrupt:  # before the first step: loading, or setting up (a tokenizer trained is kept)
+        print(
+            f"train: interrupted before the first step, nothing to resume: {_same_command()} starts again",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+
+
+def _train(args: argparse.Namespace, run_dir: Path, export: Path) -> int:
+    """The run, once its options are checked: torch imported, the trainer made, trained, exported."""
     import torch
 
     from diffusion_infill.engine.devices import pick_device
     from diffusion_infill.engine.tiny import TinyArchitecture
     from diffusion_infill.engine.training.fim import FIM_ARCHITECTURE
     from diffusion_infill.engine.training.objective import ObjectiveConfig
-    from diffusion_infill.engine.training.train import FimTrainer, Runtime, TrainConfig, Trainer, TrainingSetupError
+    from diffusion_infill.engine.training.train import (
+        FimTrainer,
+        Interrupted,
+        Runtime,
+        TrainConfig,
+        Trainer,
+        TrainingSetupError,
+    )
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -203,7 +273,10 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     on_gpu = device.type == "cuda"
     runtime = Runtime(
-        device, args.workers if args.workers is not None else 6 * on_gpu, args.corpus_dir or Runtime.corpus_dir
+        device,
+        args.workers if args.workers is not None else 6 * on_gpu,
+        args.corpus_dir or Runtime.corpus_dir,
+        say=_say,
     )
     p = args.max_prefix
     objective = ObjectiveConfig(
@@ -239,9 +312,33 @@ def main(args: argparse.Namespace) -> int:
         trainer.train(args.max_steps, args.max_minutes, args.max_cpu_hours, args.cooldown_hours, args.cooldown_minutes)
     except TrainingSetupError as error:
         raise CliError(str(error)) from None
-    flag = "--baseline" if args.objective == "fim" else "--model"
-    print(
-        f"weights exported to {export}, uncalibrated (no confidence gate): "
-        f"`python -m diffusion_infill.bench.calibrate {flag} {export} --write` fits one"
-    )
+    except Interrupted as stopped:
+        print(
+            f"train: interrupted at step {stopped.step:,}, saved in {stopped.checkpoint}; "
+            f"resume with: {_same_command()}",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    print(_exported_line(args, export, trainer.parent_gate is not None))
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _same_command() -> str:
+    """The command line that ran this one: run again, it resumes from the run directory's checkpoint."""
+    words = sys.argv[1:]
+    return "diffusion-infill " + shlex.join(words[words.index("train") :] if "train" in words else ["train"])
+
+
+def _exported_line(args: argparse.Namespace, export: Path, copied_gate: bool) -> str:
+    flag = "--baseline" if args.objective == "fim" else "--model"
+    fit = f"`python -m diffusion_infill.bench.calibrate {flag} {export} --write` fits one"
+    if copied_gate:
+        return (
+            f"weights exported to {export} with the confidence gate of {args.init_from}, which was fitted "
+            f"for those weights, not these: {fit}"
+        )
+    return f"weights exported to {export}, uncalibrated (no confidence gate): {fit}"

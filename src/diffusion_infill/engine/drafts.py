@@ -41,3 +41,4 @@ class Draft:
     evidence: Evidence | None = None  # final drafts: what that estimate was computed from
     source: str = MODEL  # SOURCES: where the text comes from
     passes: PassCounts | None = None  # final drafts of the diffusion engine: where its denoising passes went
+    ms: float | None = None  # final drafts the server answers with: milliseconds from the request's run to this one

@@ -59,8 +59,10 @@ class Run:
     started: float = field(default_factory=time.monotonic)  # when the run began, for its drafts' elapsed time
 
 
-# (key, position, draft, milliseconds since the run or the answer began) -> None: sends one infill/draft notification
-Publish = Callable[[RunKey, Position, Draft, float], None]
+# (key, position, draft, milliseconds since the run or the answer began, the final drafts of the items
+# answered, in their order: each item's own steps, ms, confidence and source) -> None: sends one
+# infill/draft notification
+Publish = Callable[[RunKey, Position, Draft, float, list[Draft]], None]
 
 
 class Runs:
@@ -83,7 +85,7 @@ class Runs:
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
             if run.latest is not None:  # the joining client sees the live state at once
-                self._publish(run.key, run.position, run.latest, _since(run.started))
+                self._publish(run.key, run.position, run.latest, _since(run.started), [])
         else:
             self.invalidate(key.uri)
             run = self._start(key, request, position, answer)
@@ -136,12 +138,14 @@ class Runs:
         return self._from_cache(key, position, kept, started)
 
     def _from_cache(self, key: RunKey, position: Position, kept: Suggestion, started: float) -> list[Draft]:
-        """A final answer with no run and no denoising step (Draft.step 0)."""
+        """A final answer with no run: its notification says step 0 (no denoising step ran for it), its
+        item the steps that wrote it."""
         self.invalidate(key.uri)
-        final = _kept_draft(kept)
+        final = _kept_draft(kept, _since(started))
         offered = [final] if clears_gate(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
-        self._publish(key, position, final if offered else replace(final, text=""), _since(started))
+        answer = replace(final, step=0, text=final.text if offered else "")
+        self._publish(key, position, answer, _since(started), offered)
         return offered
 
     def _start(self, key: RunKey, request: InfillRequest, position: Position, answer: Answer) -> Run:
@@ -155,7 +159,7 @@ class Runs:
             start_text=answer.start_text,
             avoid=() if kept is None else (kept.text,),
         )
-        run = Run(key, position, job, loop.create_future(), kept=None if kept is None else _kept_draft(kept))
+        run = Run(key, position, job, loop.create_future(), kept=None if kept is None else _kept_draft(kept, 0.0))
         self._live[key.uri] = run
         finished = asyncio.wrap_future(self._worker.complete(job))
         finished.add_done_callback(lambda future: self._finish(run, future))
@@ -167,7 +171,7 @@ class Runs:
         run.latest = draft
         if draft.text != run.sent:
             run.sent = draft.text
-            self._publish(run.key, run.position, draft, _since(run.started))
+            self._publish(run.key, run.position, draft, _since(run.started), [])
 
     def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
         if self._live.get(run.key.uri) is run:
@@ -194,10 +198,12 @@ class Runs:
         offered = [draft for draft in finals if clears_gate(draft.confidence, self._threshold(run.key))]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
-            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source))
+            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
+        if shown is run.kept:  # its notification says step 0, as an answer from memory does; its item, its steps
+            shown = replace(shown, step=0)
         run.latest = shown
-        self._publish(run.key, run.position, shown, _since(run.started))
+        self._publish(run.key, run.position, shown, _since(run.started), offered)
         return offered
 
     def _stop(self, run: Run) -> None:
@@ -208,9 +214,12 @@ class Runs:
             run.result.set_result(None)
 
 
-def _kept_draft(kept: Suggestion) -> Draft:
-    """The suggestion cache's completion as a final draft that took no denoising step (Draft.step 0)."""
-    return Draft(kept.text, 0, 0.0, final=True, valid=True, confidence=kept.confidence, source=kept.source)
+def _kept_draft(kept: Suggestion, ms: float) -> Draft:
+    """The suggestion cache's completion as a final draft, with the steps of the run that wrote it,
+    answered `ms` after the request."""
+    return Draft(
+        kept.text, kept.steps, 0.0, final=True, valid=True, confidence=kept.confidence, source=kept.source, ms=ms
+    )
 
 
 def _since(started: float) -> float:

@@ -97,22 +97,26 @@ class InfillServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float) -> None:
+    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float, answered: list[Draft]) -> None:
         position = {"line": at.line, "character": at.character}
-        self.protocol.notify(
-            DRAFT_NOTIFICATION,
-            {
-                "uri": key.uri,
-                "version": key.version,
-                "position": position,
-                "text": draft.text,
-                "step": draft.step,
-                "final": draft.final,
-                "source": draft.source,
-                "ms": round(ms),
-                "confidence": draft.confidence,
-            },
-        )
+        params = {
+            "uri": key.uri,
+            "version": key.version,
+            "position": position,
+            "text": draft.text,
+            "step": draft.step,
+            "final": draft.final,
+            "source": draft.source,
+            "ms": round(ms),
+            "confidence": draft.confidence,
+        }
+        if draft.final:  # each item's own info line, in the answer's order (docs/protocol.md)
+            params["items"] = [
+                {"step": item.step, "ms": round(item.ms or 0), "confidence": item.confidence, "source": item.source}
+                for item in answered
+                if item.text
+            ]
+        self.protocol.notify(DRAFT_NOTIFICATION, params)
 
     def unchecked(self, language_id: str) -> None:
         """Says in the client's log, once per languageId, that no grammar checks its completions."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -56,6 +57,7 @@ class Job:
     avoid: tuple[str, ...] = ()  # completions the caller already offers: the samples differ from them
     cancel: threading.Event = field(default_factory=threading.Event)
     steps: int = 0  # denoising steps (decoder passes) this job ran, all samples, cancelled ones included
+    started: float = field(default_factory=time.monotonic)  # for each sample's Draft.ms
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,7 @@ class EngineWorker:
             for draft in self._engine.complete(request, job.cancel.is_set, start_text):
                 ran = draft.step
                 if draft.final:
-                    return draft
+                    return replace(draft, ms=(time.monotonic() - job.started) * 1000)
                 if first:
                     job.on_draft(draft)
             return None

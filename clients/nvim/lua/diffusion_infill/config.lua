@@ -9,6 +9,7 @@ M.defaults = {
   enabled = true, -- suggestions at all (:DiffusionInfill toggle|enable|disable)
   auto_trigger = true, -- request while typing in insert mode; vim.b.diffusion_infill_auto_trigger overrides it
   info = false, -- after a suggestion, an info line at the end of the line: steps, ms, confidence, source
+  drafts = false, -- paint every converging draft (infill/draft) before the answer; the gate may withdraw them
   debounce = 75, -- ms of quiet typing before an automatic request
   native = nil, -- nil: use vim.lsp.inline_completion for final items where it exists (0.12+)
   keymap = { -- insert-mode keys, buffer-local; false disables one

@@ -1,6 +1,7 @@
---- Ghost text: one namespace, one reused extmark per buffer. Drafts (`infill/draft`) are
---- painted as they converge and replaced by the final item; a request or draft is drawn only
---- if the buffer, its changedtick and the cursor are still those it was made for.
+--- Ghost text: one namespace, one reused extmark per buffer. Only final items are shown unless
+--- config `drafts` asks for every converging draft (`infill/draft`, which the confidence gate may
+--- then withdraw: text that appears and goes without a key pressed); a request or draft is drawn
+--- only if the buffer, its changedtick and the cursor are still those it was made for.
 local config = require('diffusion_infill.config')
 
 local api = vim.api
@@ -22,7 +23,7 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 ---@field request? {id: integer, client: vim.lsp.Client, tick: integer, cursor: integer[]}
 ---@field timer? uv.uv_timer_t
 ---@field at? integer[] the cursor when the text or cursor last changed
----@field info? boolean the info line of the last suggestion is shown
+---@field info? table the final draft whose info line is shown (its `items`: each item's own)
 ---@field converted? {tick: integer, cols: table<string, integer>} byte columns of LSP positions in this version
 local states = {} ---@type table<integer, diffusion_infill.State>
 
@@ -314,9 +315,10 @@ function M.schedule(buf)
   end))
 end
 
---- Paints a draft if it is for this buffer, version and cursor (see M.on_draft).
+--- Paints a draft if it is for this buffer, version and cursor (see M.on_draft), when config
+--- `drafts` asks for them.
 local function paint(buf, draft, client)
-  if api.nvim_get_current_buf() ~= buf or not in_insert() then
+  if not config.options.drafts or api.nvim_get_current_buf() ~= buf or not in_insert() then
     return
   end
   if draft.version ~= vim.lsp.util.buf_versions[buf] then
@@ -343,21 +345,23 @@ local function paint(buf, draft, client)
   show(buf, row, col, draft.text, 'DiffusionInfillDraft')
 end
 
---- The info line of a final draft with text: at the end of the cursor's line, while it is the
---- line, version and insert mode the draft is for (config `info`).
-local function show_info(buf, draft)
+--- The info line of a final draft with text, for its item `index` (each item's own, from the
+--- draft's `items`): at the end of the cursor's line, while it is the line, version and insert
+--- mode the draft is for (config `info`).
+local function show_info(buf, draft, index)
   if not config.options.info or not draft.final or draft.text == '' or api.nvim_get_current_buf() ~= buf
       or not in_insert() or draft.version ~= vim.lsp.util.buf_versions[buf] or cursor()[1] ~= draft.position.line then
     return
   end
-  local confidence = type(draft.confidence) == 'number' and ('%.2f'):format(draft.confidence) or '-'
-  local line = (' %d steps · %d ms · confidence %s · %s'):format(draft.step, draft.ms or 0, confidence, draft.source)
+  local item = draft.items and draft.items[index] or draft
+  local confidence = type(item.confidence) == 'number' and ('%.2f'):format(item.confidence) or '-'
+  local line = (' %d steps · %d ms · confidence %s · %s'):format(item.step, item.ms or 0, confidence, item.source)
   api.nvim_buf_set_extmark(buf, M.ns, draft.position.line, 0, {
     id = INFO,
     virt_text = { { line, 'DiffusionInfillInfo' } },
     virt_text_pos = 'eol',
   })
-  state(buf).info = true
+  state(buf).info = draft
 end
 
 --- `infill/draft` handler: repaints the converging draft, then fires `User DiffusionInfillDraft`
@@ -367,7 +371,7 @@ function M.on_draft(_, draft, ctx)
   local client = vim.lsp.get_client_by_id(ctx.client_id)
   if client then
     paint(buf, draft, client)
-    show_info(buf, draft)
+    show_info(buf, draft, 1)
   end
   api.nvim_exec_autocmds('User', { pattern = 'DiffusionInfillDraft', data = draft, modeline = false })
 end
@@ -463,6 +467,9 @@ function M.cycle(buf, step)
   end
   st.index = (st.index - 1 + step) % #st.items + 1
   show_item(buf)
+  if st.info then
+    show_info(buf, st.info, st.index)
+  end
 end
 
 --- Buffer autocmds: triggers while typing, clears on cursor move and insert leave.

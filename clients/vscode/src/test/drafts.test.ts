@@ -1,4 +1,6 @@
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { Draft, MORE_LINES, ghostFor, label, sameGhost, serverSettings } from '../drafts';
 
@@ -55,4 +57,9 @@ test('package.json contributes every server setting', () => {
     assert.ok(properties.includes(`diffusionInfill.${key}`), key);
   }
   assert.ok(manifest.activationEvents.every((event: string) => event.startsWith('onLanguage:')));
+});
+
+test('drafts are not painted unless asked for: the gate may withdraw them, so only final completions show', () => {
+  const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  assert.equal(manifest.contributes.configuration.properties['diffusionInfill.showDrafts'].default, false);
 });

@@ -45,3 +45,10 @@ test('the info line: steps, milliseconds, confidence, source', () => {
   assert.equal(infoLine({ ...draft, step: 0, ms: 1, confidence: null, source: 'document' }),
     '0 steps · 1 ms · confidence - · document');
 });
+
+test('the info line is the first item\'s own: an answer from memory ran 0 steps, its item took 3', () => {
+  const draft = { uri: 'file:///a.py', version: 1, position: { line: 0, character: 0 }, text: 'x', final: true };
+  const items = [{ step: 3, ms: 2, confidence: 0.5, source: 'model' }, { step: 6, ms: 90, confidence: 0.1, source: 'model' }];
+  assert.equal(infoLine({ ...draft, step: 0, ms: 2, confidence: 0.5, source: 'model', items }),
+    '3 steps · 2 ms · confidence 0.50 · model');
+});

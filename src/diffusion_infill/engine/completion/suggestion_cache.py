@@ -25,6 +25,7 @@ class Suggestion:
     text: str
     confidence: float | None  # the estimate the engine gave the whole completion
     source: str = MODEL  # engine.drafts.SOURCES: a model's completion, a document draft, or a rest typed along
+    steps: int = 0  # decoder steps of the run that wrote it (0: no model step wrote it, a document draft)
 
 
 Context = tuple[str, str, str | None]  # prefix, suffix, language
@@ -65,5 +66,5 @@ class SuggestionCache:
             if threshold is not None and not clears_gate(kept.confidence, threshold):
                 continue
             if (left := typed_along.rest(_request(context), kept.text, request)) is not None:
-                return Suggestion(left, kept.confidence, TYPED_ALONG)
+                return Suggestion(left, kept.confidence, TYPED_ALONG, kept.steps)
         return None

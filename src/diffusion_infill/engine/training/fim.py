@@ -50,6 +50,11 @@ class FimBatch:
     input_ids: torch.LongTensor  # (rows, longest) PSM sequences, right-padded
     labels: torch.LongTensor  # IGNORE on padding
 
+    @property
+    def tokens(self) -> int:
+        """Tokens the model reads, padding included (for tokens a second)."""
+        return self.input_ids.numel()
+
 
 class FimBatchMaker(BatchMaker):
     def __init__(self, *args, fim_ids: FimIds, **kwargs):

@@ -76,6 +76,11 @@ class Batch:
     target: torch.LongTensor  # (B*K, C) IGNORE outside gap targets
     draft: torch.LongTensor  # (B*K, C) a revision canvas's starting tokens; IGNORE in every slot of the others
 
+    @property
+    def tokens(self) -> int:
+        """Tokens the model reads: the prefixes and the canvases (for tokens a second)."""
+        return self.prefix.numel() + self.canvas.numel()
+
 
 class Streams:
     """One token stream per kind of document: [BOS] doc [EOS] [BOS] doc [EOS] ..."""

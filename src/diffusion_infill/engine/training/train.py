@@ -13,6 +13,7 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,12 +30,13 @@ from diffusion_infill.engine.loading import EMBEDDED_MODEL, LoadedModel
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.tiny import TinyArchitecture, config_token_ids, tiny_config, tiny_model
 from diffusion_infill.engine.tokens import SpecialIds
-from diffusion_infill.engine.training import corpus, fim, objective, pypi_corpus
+from diffusion_infill.engine.training import corpus, fim, objective, progress, pypi_corpus
 from diffusion_infill.engine.training.probes import held_out_line_cases
 from diffusion_infill.engine.training.tokenizer import train_tokenizer
 
 log = logging.getLogger("diffusion_infill.train")
 CALIBRATION_FILES = (CALIBRATION_FILE, TUNING_FILE)  # fitted to one set of weights: an export drops them
+CHECKPOINT_EVERY_S = 180.0  # a checkpoint at least this often, however slow the steps (and on Ctrl-C)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,14 @@ class TrainingSetupError(ValueError):
     """A run that cannot start as asked (the command line says so in one line)."""
 
 
+class Interrupted(Exception):
+    """Ctrl-C during the steps: the checkpoint holds the last step done, and the run resumes from it."""
+
+    def __init__(self, step: int, checkpoint: Path):
+        super().__init__(f"interrupted at step {step}")
+        self.step, self.checkpoint = step, checkpoint
+
+
 @dataclass(frozen=True)
 class Runtime:
     """Where a run trains; none of it changes what a step computes, so it is not in the recipe's config."""
@@ -72,6 +82,7 @@ class Runtime:
     device: torch.device = torch.device("cpu")
     workers: int = 0  # DataLoader processes making batches; 0: in the training process, reproducibly
     corpus_dir: Path = pypi_corpus.DEFAULT_DIR  # where the PyPI token stream lies, for corpus "stdlib+pypi"
+    say: Callable[[str], None] = progress.silent  # where the run says what it is doing (engine.training.progress)
 
     @property
     def name(self) -> str:
@@ -165,12 +176,15 @@ class Trainer:
         self.wall_seconds = float((self.continued_from or {}).get("wall_hours", 0.0)) * 3600
         self.warmup_from = self.step  # a fresh optimizer warms up again
         seed = config.seed + self.step
+        say = runtime.say
+        say("train: reading the corpus")
         documents = corpus.training_documents(config.seed)
         self.manifest = corpus.manifest(documents)
         self.tokenizer = self._make_tokenizer(documents, init_from)
         self.ids = SpecialIds.from_tokenizer(self.tokenizer)
         vocab = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
         newline = np.array(["Ċ" in token for token in vocab])  # byte-level BPE spells "\n" as "Ċ"
+        say(f"train: tokenizing {len(documents):,} files")
         streams = objective.Streams(_tokenize(documents, self.tokenizer), self.ids, newline)
         if config.corpus == "stdlib+pypi":
             self._add_pypi(streams)
@@ -178,7 +192,12 @@ class Trainer:
             raise TrainingSetupError(f"unknown corpus {config.corpus!r}: expected stdlib or stdlib+pypi")
         self.batches = self._make_batches(streams, np.random.default_rng(seed))
         self.generator = torch.Generator().manual_seed(seed)
+        say(f"train: {'loading the weights of ' + str(init_from) if init_from else 'making the model'}")
         self.model = self._make_model(init_from).to(runtime.device)
+        # The parent's confidence gate goes along with every export (fitted for its weights: the
+        # command line says so), rather than an export that shows everything.
+        gate = init_from / CALIBRATION_FILE if init_from is not None else None
+        self.parent_gate = gate.read_bytes() if gate is not None and gate.exists() else None
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
             lr=config.learning_rate,
@@ -203,6 +222,7 @@ class Trainer:
         tokenizer_dir = init_from or self.run_dir
         if (tokenizer_dir / "tokenizer.json").exists():
             return PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+        self.runtime.say(f"train: training the tokenizer on {len(documents):,} files (a minute or two)")
         tokenizer = train_tokenizer(documents, self.config.architecture.vocab_size, self.config.seed)
         tokenizer.save_pretrained(self.run_dir)
         return tokenizer
@@ -218,6 +238,11 @@ class Trainer:
 
     def _next_batch(self):
         """The next batch on the run's device: made here, or by the DataLoader's workers."""
+        batch = self._made_batch()
+        self.batch_tokens = batch.tokens
+        return batch
+
+    def _made_batch(self):
         if self.runtime.workers == 0:
             return to_device(self.batches.make(), self.runtime.device)
         if not hasattr(self, "_loader"):
@@ -266,7 +291,7 @@ class Trainer:
         self.continued_from = state.get("continued_from")
         self.batches.rng.bit_generator.state = state["data_rng"]
         self.generator.set_state(state["torch_rng"])
-        log.info("resumed at step %d (%.2f CPU hours)", self.step, self.cpu_seconds / 3600)
+        self.runtime.say(f"train: resumed from {self.checkpoint_path} at step {self.step:,}")
 
     def _save_checkpoint(self) -> None:
         state = {
@@ -282,6 +307,7 @@ class Trainer:
         }
         torch.save(state, self.checkpoint_path.with_suffix(".tmp"))
         self.checkpoint_path.with_suffix(".tmp").replace(self.checkpoint_path)
+        self.saved_at = time.monotonic()
 
     def _learning_rate(self) -> float:
         warmed = self.step - self.warmup_from + 1
@@ -330,6 +356,8 @@ class Trainer:
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
         self._save_spec(directory)
+        if self.parent_gate is not None:
+            (directory / CALIBRATION_FILE).write_bytes(self.parent_gate)
         facts = {
             "torch_threads": torch.get_num_threads(),
             "device": self.runtime.name,
@@ -338,6 +366,8 @@ class Trainer:
             "corpus": self.manifest,
             "parameters": sum(p.numel() for p in self.model.parameters()),
         }
+        if self.parent_gate is not None:
+            facts["confidence_gate"] = "copied from the weights continued from (fitted for them, not these)"
         save_recipe(directory, self.step, self.cpu_seconds, facts, self.continued_from)
 
     def train(
@@ -365,52 +395,70 @@ class Trainer:
         self.model.train()
         deadline = time.time() + max_minutes * 60 if max_minutes else None
         cpu_budget = max_cpu_hours * 3600 if max_cpu_hours else float("inf")
-        log_file = (self.run_dir / "log.jsonl").open("a")
-        started, wall_started = time.process_time(), time.time()
-        while self.step < max_steps and (deadline is None or time.time() < deadline) and self.cpu_seconds < cpu_budget:
-            for group in self.optimizer.param_groups:
-                group["lr"] = self._learning_rate()
-            bf16 = self.config.precision == "bf16"
-            with torch.autocast(self.runtime.device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss, parts = self._loss()
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-            self.optimizer.step()
-            self.step += 1
-            now = time.process_time()
-            self.cpu_seconds += now - started
-            self.wall_seconds += time.time() - wall_started
-            started, wall_started = now, time.time()
-            if self.step % self.config.log_every == 0:
-                entry = {
-                    "step": self.step,
-                    "loss": round(loss.item(), 4),
-                    **{k: round(v, 4) for k, v in parts.items()},
-                    "lr": self._learning_rate(),
-                    "cpu_hours": round(self.cpu_seconds / 3600, 4),
-                    "time": time.time(),
-                }
-                log_file.write(json.dumps(entry) + "\n")
-                log_file.flush()
-                log.info("%s", entry)
-            if self.step % self.config.checkpoint_every == 0:
-                self._save_checkpoint()
-            if self.config.probes and self.step % self.config.probe_every == 0:
-                report = self.run_probes()
-                with (self.run_dir / "probes.jsonl").open("a") as probes:
-                    probes.write(json.dumps(report) + "\n")
-                log.info(
-                    "probes at %d: %d/%d exact; %s",
-                    self.step,
-                    report["exact"],
-                    len(self.probes),
-                    [(c["expected"], c["got"]) for c in report["cases"][:4]],
-                )
-            if self.step % self.config.export_every == 0:
-                self.export()
+        steps_bound = max_steps if max_steps < progress.UNBOUNDED_STEPS else None
+        bounds = progress.Bounds(steps_bound, deadline, cpu_budget if max_cpu_hours else None)
+        report = progress.StepReport(self.runtime.say, bounds, self.cpu_seconds)
+        self.saved_at = time.monotonic()
+        try:
+            with (self.run_dir / "log.jsonl").open("a") as log_file:
+                while (
+                    self.step < max_steps
+                    and (deadline is None or time.time() < deadline)
+                    and self.cpu_seconds < cpu_budget
+                ):
+                    self._step(log_file, report)
+        except KeyboardInterrupt:
+            # The step under way is dropped: the checkpoint holds the last one done.
+            self._save_checkpoint()
+            raise Interrupted(self.step, self.checkpoint_path) from None
         self._save_checkpoint()
         self.export()
+
+    def _step(self, log_file, report: progress.StepReport) -> None:
+        """One optimizer step, then what is due after it: its log line, progress, checkpoint, probes, export."""
+        started, wall_started = time.process_time(), time.time()
+        for group in self.optimizer.param_groups:
+            group["lr"] = self._learning_rate()
+        bf16 = self.config.precision == "bf16"
+        with torch.autocast(self.runtime.device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss, parts = self._loss()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        self.step += 1
+        self.cpu_seconds += time.process_time() - started
+        self.wall_seconds += time.time() - wall_started
+        report.step(self.step, loss.item, self.batch_tokens, self.cpu_seconds)
+        if self.step % self.config.log_every == 0:
+            entry = {
+                "step": self.step,
+                "loss": round(loss.item(), 4),
+                **{k: round(v, 4) for k, v in parts.items()},
+                "lr": self._learning_rate(),
+                "cpu_hours": round(self.cpu_seconds / 3600, 4),
+                "time": time.time(),
+            }
+            log_file.write(json.dumps(entry) + "\n")
+            log_file.flush()
+        if self.step % self.config.checkpoint_every == 0 or time.monotonic() - self.saved_at > CHECKPOINT_EVERY_S:
+            self._save_checkpoint()
+        if self.config.probes and self.step % self.config.probe_every == 0:
+            self._probe()
+        if self.step % self.config.export_every == 0:
+            self.export()
+
+    def _probe(self) -> None:
+        probed = self.run_probes()
+        with (self.run_dir / "probes.jsonl").open("a") as probes:
+            probes.write(json.dumps(probed) + "\n")
+        log.info(
+            "probes at %d: %d/%d exact; %s",
+            self.step,
+            probed["exact"],
+            len(self.probes),
+            [(c["expected"], c["got"]) for c in probed["cases"][:4]],
+        )
 
 
 class FimTrainer(Trainer):
