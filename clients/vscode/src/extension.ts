@@ -14,7 +14,25 @@ import {
 } from './trust';
 
 const SECTION = 'diffusionInfill';
-const LANGUAGES = ['python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown'];
+// Every one has a grammar for the closure check (docs/closure.md); the model may still know only some.
+const LANGUAGES = [
+  'python',
+  'javascript',
+  'typescript',
+  'javascriptreact',
+  'typescriptreact',
+  'json',
+  'jsonc',
+  'markdown',
+  'go',
+  'rust',
+  'c',
+  'cpp',
+  'java',
+  'ruby',
+  'shellscript',
+  'yaml',
+];
 const ALLOWED_URLS = 'diffusionInfill.allowedUrls';  // workspaceState: the user's answer per URL, per workspace
 let client: LanguageClient | undefined;
 

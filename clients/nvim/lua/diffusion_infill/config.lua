@@ -3,7 +3,26 @@ local M = {}
 
 M.defaults = {
   cmd = nil, -- server command; nil: { 'diffusion-infill', 'serve' } from PATH
-  filetypes = { 'python', 'javascript', 'typescript', 'javascriptreact', 'typescriptreact', 'json', 'markdown' },
+  -- every one has a grammar for the closure check (docs/closure.md); the model may still know only some
+  filetypes = {
+    'python',
+    'javascript',
+    'typescript',
+    'javascriptreact',
+    'typescriptreact',
+    'json',
+    'jsonc',
+    'markdown',
+    'go',
+    'rust',
+    'c',
+    'cpp',
+    'java',
+    'ruby',
+    'sh',
+    'bash',
+    'yaml',
+  },
   root_markers = { '.git' }, -- the workspace root is the nearest folder holding one (else the cwd)
   settings = {}, -- the `diffusionInfill` section: model, device, mode, maxSteps, invokedItems ...
   enabled = true, -- suggestions at all (:DiffusionInfill toggle|enable|disable)
