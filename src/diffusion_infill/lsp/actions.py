@@ -51,9 +51,11 @@ from diffusion_infill.lsp.window import around
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
 KINDS = [QUICKFIX, REWRITE]
 FIX_COMMAND = "diffusionInfill.fix"  # runs an action offered without its edit, for clients that cannot resolve
-# Characters. The checks that find something to fix in a selection (JSON damage, Markdown problems,
-# empty table cells) cost 10-20 ms at this size on the project's 2-core machine, and seconds at 1 MB.
+# Characters. The check that finds damage in a JSON selection stops at the first: about 1 ms at this size.
 CHECK_MAX_CHARS = 50_000
+# Characters. The Markdown rules and the empty-cell check read every line: 150 ms each for 50,000
+# characters on the project's 2-core machine under load, seconds at 1 MB; about 15 ms at this size.
+MARKDOWN_CHECK_MAX_CHARS = 5_000
 # Characters. Above this, a client that cannot resolve an edit lazily is offered the action as a command
 # (the repair runs when chosen) rather than its edit computed while it asks for the list.
 EAGER_MAX_CHARS = 50_000
@@ -190,7 +192,8 @@ def _selection_targets(
     no model), so that no action is offered that can only fail."""
     if start == end:
         return []
-    if end - start > CHECK_MAX_CHARS:
+    markdown = document.language_id in MARKDOWN_LANGUAGES
+    if end - start > (MARKDOWN_CHECK_MAX_CHARS if markdown else CHECK_MAX_CHARS):
         return _large_selection_targets(document, start, end, diagnosed)
     selected = document.text[start:end]
     targets = []
@@ -199,7 +202,7 @@ def _selection_targets(
         selected, jsonc=json_action is JSONC
     ):
         targets.append(Target(json_action, start, end))
-    if document.language_id in MARKDOWN_LANGUAGES:
+    if markdown:
         if markdown_rules.problems(selected):
             targets.append(Target(MARKDOWN, start, end))
         if "|" in selected and markdown_rules.empty_cells(markdown_rules.pad_tables(selected)):
