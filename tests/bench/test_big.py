@@ -20,6 +20,10 @@ def test_the_big_documents_bench_prints_one_json_object_with_every_document():
         assert result[name]["keystrokes"] == 3 and result[name]["ms_p95"] > 0
     assert 0 < result["json_10mb_one_line"]["diagnostics_published"] <= 301
     assert result["server_peak_rss_mb"] > 0 and result["diagnostics_process_peak_rss_mb"] > 0
+    listed = result["code_action_list_2mb_markdown"]
+    assert "Fix Markdown selection" in listed["offered"] and listed["ms_p50"] > 0
+    fixing = result["small_file_while_fixing_10mb_json"]
+    assert fixing["keystrokes"] == 3 and fixing["p50_over_usual_p50"] > 0
 
 
 def test_a_bad_option_is_one_line_and_exit_2():
