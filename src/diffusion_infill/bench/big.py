@@ -228,20 +228,20 @@ def broken_markdown(characters: int) -> str:
     return block * max(1, characters // len(block))
 
 
-def _whole(text: str) -> types.Range:
-    return types.Range(types.Position(0, 0), _position(text, len(text)))
+async def select_all(session: Session, case: Case) -> tuple[str, types.CodeActionParams]:
+    """Opens `case` and, once its diagnostics are published, the code-action request for a select-all
+    that carries them (as an editor sends it)."""
+    uri = session.open(case)
+    _, diagnostics = await session.diagnostics(uri, 1)
+    whole = types.Range(types.Position(0, 0), _position(case.text, len(case.text)))
+    context = types.CodeActionContext(diagnostics=diagnostics)
+    return uri, types.CodeActionParams(types.TextDocumentIdentifier(uri), whole, context)
 
 
 async def code_action_list(session: Session, scale: float, times: int = 5) -> dict:
     """Milliseconds to answer the code-action list for a select-all of a 2 MB Markdown file."""
     case = Case("markdown_2mb", "markdown", broken_markdown(int(1_990_000 * scale)), 0)
-    uri = session.open(case)
-    _, diagnostics = await session.diagnostics(uri, 1)
-    params = types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri),
-        range=_whole(case.text),
-        context=types.CodeActionContext(diagnostics=diagnostics),
-    )
+    uri, params = await select_all(session, case)
     took, titles = [], []
     for _ in range(times):
         started = time.perf_counter()
@@ -251,7 +251,7 @@ async def code_action_list(session: Session, scale: float, times: int = 5) -> di
     session.close(uri)
     return {
         "characters": len(case.text),
-        "diagnostics": len(diagnostics),
+        "diagnostics": len(params.context.diagnostics),
         "offered": titles,
         "ms_p50": round(percentile(took, 0.5), 2),
         "ms_max": round(max(took), 2),
@@ -263,13 +263,7 @@ async def typing_while_fixing(
 ) -> dict:
     """Keystrokes in the small file while Fix JSON of a 10 MB one-line file resolves."""
     case = Case("fix_json_10mb", "json", broken_json_line(int(10_000_000 * scale), damage_every=50), 0)
-    uri = session.open(case)
-    _, diagnostics = await session.diagnostics(uri, 1)
-    params = types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri),
-        range=_whole(case.text),
-        context=types.CodeActionContext(diagnostics=diagnostics),
-    )
+    uri, params = await select_all(session, case)
     actions = await session.client.text_document_code_action_async(params)
     fix = next(action for action in actions if action.title == "Fix JSON selection")
     started = time.perf_counter()
