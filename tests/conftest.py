@@ -117,6 +117,17 @@ def model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_dir(tiny_loaded, tmp_path_factory) -> Path:
+    """The random-weight tiny model saved as a checkpoint directory: many completions quickly, and no
+    revision.json, so the server checks document drafts itself (tests/lsp, tests/reliability)."""
+    directory = tmp_path_factory.mktemp("tiny-model")
+    tiny_loaded.model.save_pretrained(directory)
+    tiny_loaded.tokenizer.save_pretrained(directory)
+    tiny_loaded.spec.save(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def console_script() -> str:
     """The installed `diffusion-infill` script beside this interpreter: CI runs
     .venv/bin/python without activating the venv, so it is not on PATH there."""

@@ -6,7 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
-WORKER = "spawn_main"  # in the command line of a multiprocessing "spawn" child: the diagnostics process
+WORKER = "spawn_main"  # in the command line of a multiprocessing "spawn" child: the diagnostics or repairs process
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -31,7 +31,7 @@ def children(pid: int) -> dict[int, str]:
 
 
 def workers(pid: int) -> set[int]:
-    """`pid`'s diagnostics processes."""
+    """`pid`'s diagnostics and repairs processes."""
     return {child for child, command in children(pid).items() if WORKER in command}
 
 

@@ -25,6 +25,10 @@ def test_the_big_documents_bench_prints_one_json_object_with_every_document():
         assert row["fixed"] and row["lines"] == 1 and row["fix_s"] >= 0 and row["json_repair_s"] >= 0
         assert row["jsonrepair_s"] is None or row["jsonrepair_s"] > 0  # None where Node is missing
     assert result["fix"]["markdown_2mb"]["fixed"] and result["fix"]["markdown_2mb"]["lines"] > 100
+    listed = result["code_action_list_2mb_markdown"]
+    assert "Fix Markdown selection" in listed["offered"] and listed["ms_p50"] > 0
+    fixing = result["small_file_while_fixing_10mb_json"]
+    assert fixing["keystrokes"] == 3 and fixing["p50_over_usual_p50"] > 0
 
 
 def test_a_bad_option_is_one_line_and_exit_2():

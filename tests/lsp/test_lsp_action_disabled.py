@@ -17,8 +17,12 @@ from action_client import (
     start_for_actions,
     titled,
 )
-from lsp_client import Editor, stop
+from lsp_client import Editor, send_raw, stop
 from lsprotocol import types
+from lsprotocol.converters import get_converter
+
+from diffusion_infill.bench.big import broken_json_line
+from diffusion_infill.lsp.actions import EAGER_MAX_CHARS, FIX_COMMAND
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 INVOKED, AUTOMATIC = types.CodeActionTriggerKind.Invoked, types.CodeActionTriggerKind.Automatic
@@ -67,3 +71,34 @@ async def test_a_valid_fix_is_offered_as_usual_and_nothing_is_said(editor):
     fixed, _ = applied("[1, 2,", action, uri)
     assert json.loads(fixed) == [1, 2]
     assert said(editor.client.messages) == said(editor.client.log_messages) == []
+
+
+async def test_a_large_target_is_offered_as_a_command_that_computes_and_applies_the_fix_when_chosen(editor):
+    """The client cannot resolve an edit lazily: a fix over EAGER_MAX_CHARS is not computed while it asks for
+    the list (at every selection change), but when the user picks it, and applied with workspace/applyEdit."""
+    edits: list[types.ApplyWorkspaceEditParams] = []
+
+    def apply_edit(ls, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        edits.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    editor.client.feature(types.WORKSPACE_APPLY_EDIT)(apply_edit)
+    text = broken_json_line(EAGER_MAX_CHARS + 10_000, damage_every=50).replace("},{", "},\n{")
+    uri, diagnostics = await open_diagnosed(editor, text, "json", ".json")
+    asked = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        range=diagnostics[0].range,
+        context=types.CodeActionContext(diagnostics=diagnostics),
+    )
+    # raw JSON: the typed client reads an action with a command and no edit as a Command, and garbles it
+    answer = await send_raw(
+        editor.client, types.TEXT_DOCUMENT_CODE_ACTION, get_converter().unstructure(asked), "large target"
+    )
+    [action] = [action for action in answer if FIX_JSON in action["title"]]
+    assert "edit" not in action and action["kind"] == "quickfix" and action["title"].endswith("(runs when chosen)")
+    assert action["command"]["command"] == FIX_COMMAND
+    command = types.ExecuteCommandParams(command=FIX_COMMAND, arguments=action["command"]["arguments"])
+    await editor.client.workspace_execute_command_async(command)
+    [params] = edits
+    fixed, _ = applied(text, types.CodeAction(title=action["title"], edit=params.edit), uri)
+    assert len(json.loads(fixed)) == text.count('"id"')

@@ -26,8 +26,10 @@ from action_client import (
 )
 from lsp_client import Editor, stop
 from lsprotocol import types
+from processes import appears, running, workers
 from pygls.exceptions import JsonRpcException
 
+from diffusion_infill.bench.big import broken_json_line
 from diffusion_infill.engine.repair.fixes import FixResult
 from diffusion_infill.lsp import actions
 from diffusion_infill.lsp.documents import Documents
@@ -107,6 +109,30 @@ async def test_a_document_reopened_at_version_1_is_not_offered_the_old_texts_fix
     assert json.loads(fixed) == {"name": "test", "tags": ["a", "b"]}
 
 
+def _two(found: set[int]) -> set[int] | None:
+    return found if len(found) == 2 else None
+
+
+async def test_fix_json_runs_apart_so_a_completion_is_answered_meanwhile_and_an_edit_kills_it(editor):
+    """Fix JSON of a large one-line file runs in the repairs process, not on the engine thread: a completion
+    elsewhere is answered while it runs; an edit of the document kills it, and resolve fails."""
+    server = editor.client._server.pid
+    text = broken_json_line(5_000_000, damage_every=50)
+    uri, action = await offered_fix(editor, text)  # its diagnostics process runs from here on
+    resolving = asyncio.ensure_future(resolve(editor, action))
+    both = await appears(lambda: _two(workers(server)), 60)
+    assert both, "no repairs process beside the diagnostics one"
+    python = editor.open("def add(a, b):\n    return ", "python", ".py")
+    await editor.request(python, types.Position(1, 11), invoked=True)
+    assert not resolving.done()  # the completion did not wait for the fix
+    editor.insert(uri, types.Position(0, 1), " ")
+    with pytest.raises(JsonRpcException) as failure:
+        await resolving
+    assert failure.value.code == REQUEST_FAILED and "changed" in failure.value.message
+    # the diagnostics process is only asked to stop: the one that ends is the repairs process
+    assert await appears(lambda: [pid for pid in both if not running(pid)], 30)
+
+
 async def test_no_valid_fix_fails_to_resolve_with_the_reason_then_is_offered_disabled(editor):
     # Punctuation with no value in it, too long for a repair canvas: no candidate can be valid.
     records = "\n".join([": , ] :: ,"] * 200)
@@ -166,10 +192,10 @@ async def test_the_code_action_answer_gives_the_engine_no_work():
     assert all(action.edit is None and action.data for action in answering.result())
 
 
-async def test_an_edit_while_the_repair_runs_makes_resolve_fail():
+async def test_an_edit_while_the_models_repair_runs_makes_resolve_fail():
     server = held_server("[1, 2,")
-    [fix, _] = await actions.code_actions(server, request("[1, 2,"))
-    resolving = asyncio.ensure_future(actions.resolve(server, fix))
+    [_, regenerate] = await actions.code_actions(server, request("[1, 2,"))
+    resolving = asyncio.ensure_future(actions.resolve(server, regenerate))
     await asyncio.sleep(0)  # one turn of the loop: the handler hands the repair to the engine
     assert len(server.worker.jobs) == 1
     server.documents.change("file:///held.json", 2, [types.TextDocumentContentChangeWholeDocument("[1, 2]")], "utf-16")

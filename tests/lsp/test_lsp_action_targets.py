@@ -5,7 +5,15 @@ from __future__ import annotations
 from lsprotocol import types
 
 from diffusion_infill.engine.repair.fixes import FixResult
-from diffusion_infill.lsp.actions import ACTIONS, FixResults, Target, surroundings, targets
+from diffusion_infill.lsp.actions import (
+    ACTIONS,
+    CHECK_MAX_CHARS,
+    MARKDOWN_CHECK_MAX_CHARS,
+    FixResults,
+    Target,
+    surroundings,
+    targets,
+)
 from diffusion_infill.lsp.diagnostics import diagnose
 from diffusion_infill.lsp.documents import Document
 from diffusion_infill.lsp.languages import SOURCE
@@ -87,6 +95,26 @@ def test_markdown_diagnostics_and_the_selection_are_one_fix_over_all_of_them():
     ]  # the selection, which holds both
     [target] = targets(document, params(document, len(text), len(text), [table, fence]), "utf-16")
     assert target.diagnostics == (table, fence)
+
+
+def test_a_selection_too_large_to_check_is_offered_its_fix_only_where_our_diagnostics_show_a_problem():
+    """Editors ask at every selection change: a select-all of a large file is not checked on the event
+    loop (seconds at 1 MB); the diagnostics, computed in their own process, say whether it needs a fix."""
+    text = "Some *open text.\n\n" + "A line of good prose, long enough.\n\n" * (MARKDOWN_CHECK_MAX_CHARS // 30)
+    document = Document("file:///big.md", "markdown", 1, Rope(text))
+    assert offered(document, params(document, 0, len(text))) == [("regenerate", 0, len(text))]
+    problems = diagnose(document, "utf-16")
+    assert problems and offered(document, params(document, 0, len(text), problems)) == [
+        ("markdown", 0, len(text)),
+        ("regenerate", 0, len(text)),
+    ]
+    broken = '{"a": [1, 2' + ", 3" * CHECK_MAX_CHARS
+    json = Document("file:///big.json", "json", 1, Rope(broken))
+    assert offered(json, params(json, 0, len(broken))) == [("regenerate", 0, len(broken))]
+    assert offered(json, params(json, 0, len(broken), diagnose(json, "utf-16"))) == [
+        ("json", 0, len(broken)),
+        ("regenerate", 0, len(broken)),
+    ]
 
 
 def test_only_filters_by_kind_prefix():

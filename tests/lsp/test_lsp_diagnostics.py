@@ -33,9 +33,13 @@ class Server:
     def __init__(self) -> None:
         self.documents = Documents()
         self.sent: list[types.PublishDiagnosticsParams] = []
+        self.logged: list[str] = []
 
     def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
         self.sent.append(params)
+
+    def window_log_message(self, params: types.LogMessageParams) -> None:
+        self.logged.append(params.message)
 
 
 @pytest.fixture
@@ -113,7 +117,9 @@ async def test_a_newer_version_stops_the_computation_of_an_older_one(server, pub
     assert [(params.version, len(params.diagnostics)) for params in server.sent] == [(2, 2)]
 
 
-async def test_after_the_worker_is_killed_the_next_edit_is_diagnosed(server, publisher, caplog):
+async def test_a_version_the_killed_worker_was_checking_gets_nothing_published_and_the_next_edit_is_diagnosed(
+    server, publisher, caplog
+):
     document = server.documents.open("file:///killed.json", "json", 1, '{"a": ')
     before = workers(os.getpid())  # other tests' workers, perhaps still ending
     publisher.schedule(document)
@@ -128,7 +134,12 @@ async def test_after_the_worker_is_killed_the_next_edit_is_diagnosed(server, pub
     edit(document, '{"b": ')
     publisher.schedule(document)
     await publisher._pending[document.uri]
-    assert [(params.version, bool(params.diagnostics)) for params in server.sent] == [(1, True), (2, False), (3, True)]
+    # version 2 was never checked: an empty list would tell the editor it has no problems
+    assert [(params.version, bool(params.diagnostics)) for params in server.sent] == [(1, True), (3, True)]
+    assert [message for message in server.logged if "could not check" in message] == [
+        "diffusion-infill: could not check file:///killed.json version 2: the diagnostics process ended; "
+        "the next edit checks it again"
+    ]
 
 
 async def test_shutdown_stops_the_running_computation_and_the_worker_ends(server, publisher, caplog):

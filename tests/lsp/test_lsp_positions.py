@@ -43,6 +43,8 @@ def test_character_past_line_end_means_line_end_and_line_past_end_is_an_error():
     with pytest.raises(PositionError):
         lines.offset(Position(3, 0), UTF16)
     assert lines.offset(Position(3, 0), UTF16, clamp_line=True) == len(TEXT)
+    with pytest.raises(PositionError):  # only the line right after the last is a place an editor can mean
+        lines.offset(Position(4, 0), UTF16, clamp_line=True)
 
 
 def test_round_trip_every_offset():

@@ -15,6 +15,7 @@ import pytest
 from commands import serve_command
 from lsp_client import Editor, apply, capabilities, final_of, send_raw, start, stop
 from lsprotocol import types
+from processes import appears
 from pygls.exceptions import JsonRpcException
 
 from diffusion_infill.engine import closure
@@ -244,13 +245,21 @@ async def test_settings_change_languages_and_bad_values(session, editor):
     final_of(session, uri, 1, position)
 
 
+def _accepted(path) -> int | None:
+    try:
+        return json.loads(path.read_text())["accepted"]
+    except (OSError, ValueError):  # not written yet
+        return None
+
+
 async def test_accepting_an_item_is_counted_locally(session):
     before = json.loads(session.telemetry_path.read_text())["accepted"] if session.telemetry_path.exists() else 0
     await session.workspace_execute_command_async(
         types.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=["automatic"])
     )
+    # written by the server's telemetry thread, not while it answers the command
+    assert await appears(lambda: _accepted(session.telemetry_path) == before + 1, 30)
     counts = json.loads(session.telemetry_path.read_text())
-    assert counts["accepted"] == before + 1
     assert counts["by_trigger"]["automatic"]["accepted"] >= 1
     assert set(counts) == {"requests", "items", "accepted", "by_trigger"}  # counts only
     with pytest.raises(JsonRpcException):

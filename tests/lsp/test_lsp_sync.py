@@ -49,6 +49,17 @@ def test_a_change_that_names_no_place_marks_the_document_out_of_sync_until_the_w
     assert (document.version, document.in_sync, str(document.text)) == (4, True, '["x"]')
 
 
+def test_a_change_at_the_line_after_the_last_appends_and_one_further_on_marks_the_document_out_of_sync():
+    documents = Documents()
+    documents.open(URI, "json", 1, "[1,\n 2,\n 3")
+    documents.change(URI, 2, [_partial(Position(3, 0), "]")], UTF16)  # the line right after the last: the end
+    assert str(documents.get(URI).text) == "[1,\n 2,\n 3]"
+    with pytest.raises(OutOfSync):  # line 40 of a 3-line document: no place, not the end
+        documents.change(URI, 3, [_partial(Position(40, 0), "4")], UTF16)
+    document = documents.get(URI)
+    assert (document.in_sync, str(document.text)) == (False, "[1,\n 2,\n 3]")
+
+
 def test_reopening_brings_the_document_back():
     documents = Documents()
     documents.open(URI, "json", 1, '["😀"]')

@@ -12,14 +12,23 @@ the answer (the server handles messages in order, so the answer comes after the 
 applied). Diagnostics: the seconds from opening a JSON file to its publishDiagnostics and how
 many were published; meanwhile keystrokes in the small file are timed again (what
 diagnostics of a big file cost typing elsewhere). Peak RSS (VmHWM) is the server process's,
-and apart its diagnostics process's (None when it has none).
+and apart its diagnostics process's (None when it has none). Then the code actions: the list for a
+select-all of a 2 MB Markdown file with its diagnostics in the request (as an editor asks at every
+selection change; the client resolves edits lazily, as VS Code and Neovim do), timed from request to
+answer; and keystrokes in the small file while Fix JSON of a 10 MB one-line file resolves (in the
+server's repairs process), their p50 against the small file's usual p50, with the seconds the fix
+took (None when it had not ended after those keystrokes: the document is then closed, which stops
+it). Without a model, completions never wait for the engine thread: what that row measures is
+the event loop's share of a running fix.
 
 Then, with the embedded model (each in a session of its own; `--no-model` leaves them out):
 keystrokes answered by the model at the end of a 3 MB one-line JSON file, against a small
 Python file and a 1.5 KB JSON file that ends as the line does (`long_line_completion`); `diffusion-infill complete` in a
 small file, a 5 MB one and at the end of the 3 MB line (`complete_cli`); and keys typed in
 Neovim's terminal UI (tmux) at the end of the 3 MB line with clients/nvim on, then after
-`:DiffusionInfill disable` (`nvim_typing`). Prints one JSON object on the last line.
+`:DiffusionInfill disable` (`nvim_typing`). Last, Fix JSON and Fix Markdown on 1 MB and 10 MB
+one-line JSON and 2 MB of Markdown beside json_repair and jsonrepair (`fix`). Prints one JSON
+object on the last line.
 
     python -m diffusion_infill.bench.big --keystrokes 40
 """
@@ -85,6 +94,9 @@ def broken_json_line(characters: int, damage_every: int) -> str:
     return "[" + ",".join(records) + "]"
 
 
+BIG_CASES = ("python_20k_lines", "python_5mb", "json_10mb_one_line", "json_10mb_one_line_non_ascii")
+
+
 def cases(scale: float) -> list[Case]:
     small = python_file(400)
     lines_20k = python_file(int(20_000 / PYTHON_BLOCK.count("\n") * len(PYTHON_BLOCK) * scale))
@@ -137,7 +149,11 @@ class Session:
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(
                     text_document=types.TextDocumentClientCapabilities(
-                        inline_completion=types.InlineCompletionClientCapabilities()
+                        inline_completion=types.InlineCompletionClientCapabilities(),
+                        code_action=types.CodeActionClientCapabilities(  # edits resolved lazily
+                            data_support=True,
+                            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]),
+                        ),
                     )
                 ),
                 initialization_options=None if model else {"diffusionInfill": {"model": str(state / "no-model")}},
@@ -148,7 +164,8 @@ class Session:
             await ready
 
     def open(self, case: Case) -> str:
-        uri = f"file:///bench/{case.name}.{'json' if case.language == 'json' else 'py'}"
+        suffix = {"json": "json", "markdown": "md"}.get(case.language, "py")
+        uri = f"file:///bench/{case.name}.{suffix}"
         self.versions[uri] = 1
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, case.language, 1, case.text))
@@ -197,6 +214,9 @@ class Session:
                 return _peak_rss_mb(int(process.name))
         return None
 
+    def close(self, uri: str) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
     async def stop(self) -> None:
         await self.client.shutdown_async(None)
         self.client.exit(None)
@@ -227,7 +247,66 @@ def timings(values: list[float]) -> dict:
     }
 
 
-async def measure(documents: list[Case], keystrokes: int) -> dict:
+def broken_markdown(characters: int) -> str:
+    """Markdown with a short table row and an unclosed emphasis every few hundred characters."""
+    block = "## Part\n\n| a | b |\n|---|---|\n| 1 |\n\nSome *open text and a [link](https://example.org).\n\n"
+    return block * max(1, characters // len(block))
+
+
+async def select_all(session: Session, case: Case) -> tuple[str, types.CodeActionParams]:
+    """Opens `case` and, once its diagnostics are published, the code-action request for a select-all
+    that carries them (as an editor sends it)."""
+    uri = session.open(case)
+    _, diagnostics = await session.diagnostics(uri, 1)
+    whole = types.Range(types.Position(0, 0), _position(case.text, len(case.text)))
+    context = types.CodeActionContext(diagnostics=diagnostics)
+    return uri, types.CodeActionParams(types.TextDocumentIdentifier(uri), whole, context)
+
+
+async def code_action_list(session: Session, scale: float, times: int = 5) -> dict:
+    """Milliseconds to answer the code-action list for a select-all of a 2 MB Markdown file."""
+    case = Case("markdown_2mb", "markdown", broken_markdown(int(1_990_000 * scale)), 0)
+    uri, params = await select_all(session, case)
+    took, titles = [], []
+    for _ in range(times):
+        started = time.perf_counter()
+        actions = await session.client.text_document_code_action_async(params)
+        took.append((time.perf_counter() - started) * 1000)
+        titles = [action.title for action in actions]
+    session.close(uri)
+    return {
+        "characters": len(case.text),
+        "diagnostics": len(params.context.diagnostics),
+        "offered": titles,
+        "ms_p50": round(percentile(took, 0.5), 2),
+        "ms_max": round(max(took), 2),
+    }
+
+
+async def typing_while_fixing(
+    session: Session, small_uri: str, small_at: types.Position, keystrokes: int, usual_p50: float, scale: float
+) -> dict:
+    """Keystrokes in the small file while Fix JSON of a 10 MB one-line file resolves."""
+    case = Case("fix_json_10mb", "json", broken_json_line(int(10_000_000 * scale), damage_every=50), 0)
+    uri, params = await select_all(session, case)
+    actions = await session.client.text_document_code_action_async(params)
+    fix = next(action for action in actions if action.title == "Fix JSON selection")
+    started = time.perf_counter()
+    resolving = asyncio.ensure_future(session.client.code_action_resolve_async(fix))
+    typed = [await session.keystroke(small_uri, _right(small_at, i), "z") for i in range(keystrokes)]
+    fixed_s = round(time.perf_counter() - started, 2) if resolving.done() else None
+    session.close(uri)  # stops a fix still running
+    await asyncio.gather(resolving, return_exceptions=True)
+    p50 = percentile(typed, 0.5)
+    return {
+        "characters": len(case.text),
+        "fix_done_s": fixed_s,
+        **timings(typed),
+        "p50_over_usual_p50": round(p50 / usual_p50, 2),
+    }
+
+
+async def measure(documents: list[Case], keystrokes: int, scale: float) -> dict:
     session, results = Session(), {}
     with tempfile.TemporaryDirectory() as state:
         await session.start(Path(state))
@@ -260,6 +339,10 @@ async def measure(documents: list[Case], keystrokes: int) -> dict:
         results["server_peak_rss_mb"] = round(session.peak_rss_mb(), 1)
         worker = session.diagnostics_peak_rss_mb()
         results["diagnostics_process_peak_rss_mb"] = None if worker is None else round(worker, 1)
+        results["code_action_list_2mb_markdown"] = await code_action_list(session, scale)
+        results["small_file_while_fixing_10mb_json"] = await typing_while_fixing(
+            session, small_uri, small_at, keystrokes, results[small.name]["ms_p50"], scale
+        )
         await session.stop()
     return results
 
@@ -547,8 +630,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     started = time.perf_counter()
-    results = asyncio.run(measure(cases(args.scale), args.keystrokes))
-    big = [value for key, value in results.items() if isinstance(value, dict) and key != "small"]
+    results = asyncio.run(measure(cases(args.scale), args.keystrokes, args.scale))
+    big = [value for key, value in results.items() if isinstance(value, dict) and key in BIG_CASES]
     worst_p95 = max(value["ms_p95"] for value in big)
     if not args.no_model:
         results.update(model_rows(args.scale, args.keystrokes))
@@ -558,7 +641,7 @@ def main() -> None:
                 "date": datetime.date.today().isoformat(),
                 "cpus": os.cpu_count(),
                 "scale": args.scale,
-                "model": None,
+                "model": None if args.no_model else "embedded",
                 **results,
                 "fix": fix_rows(args.scale),
                 "big_over_small_p95": round(worst_p95 / results["small"]["ms_p95"], 2),

@@ -2,17 +2,25 @@
 selection (quickfix), Complete table and Regenerate selection (refactor.rewrite).
 
 Targets come from the selection (any non-empty range) and from our own diagnostics in
-the request's context (for JSON the whole document, for Markdown the problem's lines).
-The repair runs on the engine thread (diffusion_infill.engine.repair.fixes), once per document version and target
-(editors ask again at every cursor move); a fixed target becomes a versioned
+the request's context (for JSON the whole document, for Markdown the problem's lines). Finding
+them is cheap at any size (editors ask at every selection change): a selection over
+CHECK_MAX_CHARS is not checked here, its fix is offered only where our diagnostics (checked in
+their own process) show a problem. Fix JSON and Fix Markdown run in a process of their own
+(lsp.repairs: stopped when the document changes or a newer fix is asked for), Complete table and
+Regenerate, which need the model, on the engine thread (diffusion_infill.engine.repair.fixes);
+each once per document version and target (editors ask again at every cursor move); a fixed
+target becomes a versioned
 WorkspaceEdit that replaces exactly the target's range. A target with no valid fix is
 offered disabled with the reason and edits nothing; a client that cannot show disabled
 actions is not sent it (as the spec asks) but told the reason in a message instead.
 
 A client that resolves edits lazily (`resolveSupport` with `edit`, and `dataSupport`) gets
 the actions at once, each with `data` naming its target and document version, and the
-repair runs only for the action the user picks, in codeAction/resolve. An edit is never
-returned for another version than the one it was computed on: resolve fails instead.
+repair runs only for the action the user picks, in codeAction/resolve. A client that cannot is
+sent a target over EAGER_MAX_CHARS as an action whose command (FIX_COMMAND, with the same data)
+runs the repair when the user picks it and applies the edit with workspace/applyEdit, where the
+client can (its title says so). An edit is never returned for another version than the one it
+was computed on: resolve fails instead.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import attrs
 from cattrs import transform_error
@@ -41,10 +50,20 @@ from diffusion_infill.lsp.languages import (
     closure_language,
 )
 from diffusion_infill.lsp.positions import PositionError
+from diffusion_infill.lsp.repairs import Asked, Stopped
 from diffusion_infill.lsp.window import MAX_BEFORE, around
 
 QUICKFIX, REWRITE = types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite
 KINDS = [QUICKFIX, REWRITE]
+FIX_COMMAND = "diffusionInfill.fix"  # runs an action offered without its edit, for clients that cannot resolve
+# Characters. The check that finds damage in a JSON selection stops at the first: about 1 ms at this size.
+CHECK_MAX_CHARS = 50_000
+# Characters. The Markdown rules and the empty-cell check read every line: 150 ms each for 50,000
+# characters on the project's 2-core machine under load, seconds at 1 MB; about 15 ms at this size.
+MARKDOWN_CHECK_MAX_CHARS = 5_000
+# Characters. Above this, a client that cannot resolve an edit lazily is offered the action as a command
+# (the repair runs when chosen) rather than its edit computed while it asks for the list.
+EAGER_MAX_CHARS = 50_000
 
 
 @dataclass(frozen=True)
@@ -53,13 +72,14 @@ class Action:
     title: str
     kind: types.CodeActionKind
     run: Callable[[Fixer, str, Surroundings], FixResult]
+    model: bool  # needs the model: runs on the engine thread; else in the repairs process (lsp.repairs)
 
 
-JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json)
-JSONC = Action("jsonc", "Fix JSON selection", QUICKFIX, Fixer.fix_jsonc)  # keeps comments and trailing commas
-MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown)
-TABLE = Action("table", "Complete table", REWRITE, Fixer.complete_table)
-REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate)
+JSON = Action("json", "Fix JSON selection", QUICKFIX, Fixer.fix_json, model=False)
+JSONC = Action("jsonc", "Fix JSON selection", QUICKFIX, Fixer.fix_jsonc, model=False)  # keeps comments, commas
+MARKDOWN = Action("markdown", "Fix Markdown selection", QUICKFIX, Fixer.fix_markdown, model=False)
+TABLE = Action("table", "Complete table", REWRITE, Fixer.complete_table, model=True)
+REGENERATE = Action("regenerate", "Regenerate selection", REWRITE, Fixer.regenerate, model=True)
 ACTIONS = {action.name: action for action in (JSON, JSONC, MARKDOWN, TABLE, REGENERATE)}
 _converter = get_converter()
 
@@ -73,18 +93,24 @@ class RequestFailed(JsonRpcException):
 
 @dataclass(frozen=True)
 class Support:
-    """What the client's codeAction capabilities let the server send."""
+    """What the client's capabilities let the server send."""
 
     disabled: bool  # actions with `disabled` and its reason
     resolve: bool  # actions without their edit, which codeAction/resolve fills in from their `data`
+    apply_edit: bool  # workspace/applyEdit: a command can make the edit once the user picks the action
 
     @classmethod
     def of(cls, capabilities: types.ClientCapabilities) -> Support:
+        apply_edit = bool(capabilities.workspace and capabilities.workspace.apply_edit)
         capability = capabilities.text_document and capabilities.text_document.code_action
         if not capability:
-            return cls(disabled=False, resolve=False)
+            return cls(disabled=False, resolve=False, apply_edit=apply_edit)
         resolvable = capability.resolve_support is not None and "edit" in capability.resolve_support.properties
-        return cls(disabled=bool(capability.disabled_support), resolve=resolvable and bool(capability.data_support))
+        return cls(
+            disabled=bool(capability.disabled_support),
+            resolve=resolvable and bool(capability.data_support),
+            apply_edit=apply_edit,
+        )
 
 
 @dataclass(frozen=True)
@@ -164,11 +190,16 @@ def _json_action(document: Document) -> Action:
     return JSONC if document.language_id in JSONC_LANGUAGES else JSON
 
 
-def _selection_targets(document: Document, start: int, end: int) -> list[Target]:
+def _selection_targets(
+    document: Document, start: int, end: int, diagnosed: tuple[types.Diagnostic, ...]
+) -> list[Target]:
     """What a selection can be offered: a fix only where it finds something to fix (a cheap check,
     no model), so that no action is offered that can only fail."""
     if start == end:
         return []
+    markdown = document.language_id in MARKDOWN_LANGUAGES
+    if end - start > (MARKDOWN_CHECK_MAX_CHARS if markdown else CHECK_MAX_CHARS):
+        return _large_selection_targets(document, start, end, diagnosed)
     selected = document.text[start:end]
     targets = []
     json_action = _json_action(document)
@@ -176,13 +207,26 @@ def _selection_targets(document: Document, start: int, end: int) -> list[Target]
         selected, jsonc=json_action is JSONC
     ):
         targets.append(Target(json_action, start, end))
-    if document.language_id in MARKDOWN_LANGUAGES:
+    if markdown:
         if markdown_rules.problems(selected):
             targets.append(Target(MARKDOWN, start, end))
         if "|" in selected and markdown_rules.empty_cells(markdown_rules.pad_tables(selected)):
             targets.append(Target(TABLE, start, end))
     targets.append(Target(REGENERATE, start, end))
     return targets
+
+
+def _large_selection_targets(
+    document: Document, start: int, end: int, diagnosed: tuple[types.Diagnostic, ...]
+) -> list[Target]:
+    """A selection too large to check on the event loop: its fix is offered when our diagnostics in the
+    request's context (the client sends those the selection touches) show a problem; Complete table,
+    which needs a check of its own, is not offered."""
+    if diagnosed and document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES:
+        return [Target(_json_action(document), start, end), Target(REGENERATE, start, end)]
+    if diagnosed and document.language_id in MARKDOWN_LANGUAGES:
+        return [Target(MARKDOWN, start, end), Target(REGENERATE, start, end)]
+    return [Target(REGENERATE, start, end)]
 
 
 def _ours(diagnostics: list[types.Diagnostic]) -> tuple[types.Diagnostic, ...]:
@@ -240,10 +284,10 @@ def _one_markdown_fix(found: list[Target]) -> list[Target]:
 def targets(document: Document, params: types.CodeActionParams, encoding: str) -> list[Target]:
     """What the request can be offered, without duplicates, in the order offered."""
     start, end = _offsets(document, params.range, encoding)
-    found = _diagnostic_targets(document, params.context.diagnostics)
+    found, ours = _diagnostic_targets(document, params.context.diagnostics), _ours(params.context.diagnostics)
     # A range that is one of our diagnostics' own is where the client points at it, not a selection.
-    if not any(diagnostic.range == params.range for diagnostic in _ours(params.context.diagnostics)):
-        found += _selection_targets(document, start, end)
+    if not any(diagnostic.range == params.range for diagnostic in ours):
+        found += _selection_targets(document, start, end, ours)
     unique: dict[tuple[str, int, int], Target] = {}
     for target in _one_markdown_fix(found):
         unique.setdefault((target.action.name, target.start, target.end), target)
@@ -298,6 +342,19 @@ def unresolved(document: Document, target: Target, encoding: str) -> types.CodeA
     )
 
 
+def deferred(document: Document, target: Target, encoding: str) -> types.CodeAction:
+    """The action for one target as a command that computes and applies its edit when the user picks it
+    (FIX_COMMAND), for a client that cannot resolve one."""
+    pending = Pending(document.uri, document.version, target.action.name, _range(document, target, encoding))
+    title = f"{target.action.title} (runs when chosen)"
+    return types.CodeAction(
+        title=title,
+        kind=target.action.kind,
+        diagnostics=list(target.diagnostics) or None,
+        command=types.Command(title=title, command=FIX_COMMAND, arguments=[pending.data()]),
+    )
+
+
 def _snapshot(ls, uri: str) -> Document:
     """A copy of the open document: an answer must describe the version asked about, even if it changes meanwhile."""
     try:
@@ -308,14 +365,22 @@ def _snapshot(ls, uri: str) -> Document:
 
 
 async def _fix(ls, document: Document, target: Target) -> FixResult:
-    """The target's fix: the kept result, else computed on the engine thread (the loop only awaits it)."""
+    """The target's fix: the kept result, else computed in the repairs process or, with the model, on the
+    engine thread (the loop only awaits it). Stopped when a change of the document or a newer fix stops it."""
     key = _key(document, target)
     result = ls.fixes.get(key)
     if result is None:
-        selected, around = document.text[target.start : target.end], surroundings(document, target)
-        result = await asyncio.wrap_future(ls.worker.fix(lambda fixer: target.action.run(fixer, selected, around)))
+        result = await _computed(ls, document, target)
         ls.fixes.put(key, result)
     return result
+
+
+async def _computed(ls, document: Document, target: Target) -> FixResult:
+    around, run = surroundings(document, target), target.action.run
+    if not target.action.model:
+        return await ls.repairs.run(document.uri, Asked(run, document.text.pieces, target.start, target.end, around))
+    selected = document.text[target.start : target.end]
+    return await asyncio.wrap_future(ls.worker.fix(lambda fixer: run(fixer, selected, around)))
 
 
 async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -326,10 +391,17 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     encoding, support = ls.encoding, Support.of(ls.client_capabilities)
     actions, withheld = [], []
     for target in targets(snapshot, params, encoding):
-        if support.resolve and ls.fixes.get(_key(snapshot, target)) is None:
-            actions.append(unresolved(snapshot, target, encoding))  # the repair waits until the user picks it
-            continue
-        result = await _fix(ls, snapshot, target)
+        if ls.fixes.get(_key(snapshot, target)) is None:  # the repair waits until the user picks it
+            if support.resolve:
+                actions.append(unresolved(snapshot, target, encoding))
+                continue
+            if support.apply_edit and target.end - target.start > EAGER_MAX_CHARS:
+                actions.append(deferred(snapshot, target, encoding))
+                continue
+        try:
+            result = await _fix(ls, snapshot, target)
+        except Stopped:  # the document changed, or a newer request asks: this answer is stale
+            return []
         if result.fixed or support.disabled:
             actions.append(code_action(snapshot, target, result, encoding))
         else:  # a client that cannot show a disabled action would offer it as if it worked
@@ -362,14 +434,32 @@ def _unchanged(ls, pending: Pending) -> Document:
     return document
 
 
-async def resolve(ls, action: types.CodeAction) -> types.CodeAction:
-    """codeAction/resolve: the edit of an action offered without one, for the version it was offered for."""
-    pending = Pending.of(action.data)
+async def _pending_fix(ls, pending: Pending, diagnostics: list[types.Diagnostic] | None) -> types.CodeAction:
+    """The fixed action for an action offered without its edit, for the version it was offered for;
+    RequestFailed when the document changed since or meanwhile, or there is no valid fix."""
     document = _unchanged(ls, pending)
     start, end = _offsets(document, pending.range, ls.encoding)
-    target = Target(ACTIONS[pending.action], start, end, tuple(action.diagnostics or ()))
-    result = await _fix(ls, document, target)
+    target = Target(ACTIONS[pending.action], start, end, tuple(diagnostics or ()))
+    try:
+        result = await _fix(ls, document, target)
+    except Stopped as stopped:
+        _unchanged(ls, pending)  # the usual reason: the document changed
+        raise RequestFailed(f"{target.action.title}: stopped: {stopped}") from None
     _unchanged(ls, pending)  # an edit made while the repair ran would make this one stale
     if not result.fixed:
         raise RequestFailed(f"{target.action.title}: {result.reason}")
     return code_action(document, target, result, ls.encoding)
+
+
+async def resolve(ls, action: types.CodeAction) -> types.CodeAction:
+    """codeAction/resolve: the edit of an action offered without one, for the version it was offered for."""
+    return await _pending_fix(ls, Pending.of(action.data), action.diagnostics)
+
+
+async def run_fix(ls, data: Any) -> None:
+    """FIX_COMMAND: the repair of an action offered as a command, applied with workspace/applyEdit."""
+    action = await _pending_fix(ls, Pending.of(data), None)
+    applied = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=action.edit, label=action.title))
+    if not applied.applied:
+        why = applied.failure_reason or "no reason given"
+        raise RequestFailed(f"{action.title}: the editor did not apply the edit: {why}")

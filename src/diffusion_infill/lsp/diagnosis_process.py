@@ -1,4 +1,5 @@
-"""The one process that computes diagnostics (diffusion_infill.lsp.diagnostics), apart from the server's.
+"""A worker process apart from the server's: the one that computes diagnostics (diffusion_infill.lsp.diagnostics)
+is one, the one that computes the code actions' repairs (diffusion_infill.lsp.repairs) another.
 
 Their work (json.loads, encoding the text, tree-sitter parsing, the Markdown rules) holds the GIL
 for tens to hundreds of milliseconds at a time on a large document: on a thread of the server, the
@@ -21,7 +22,9 @@ The worker is a guest: it lowers its priority (the server and the editor come fi
 machine), points its stdout at stderr (it inherits the server's stdout, which is the protocol),
 and ends itself as soon as the server is gone, even mid-computation (the server's `exit` calls
 os._exit, which waits for no one). A worker that dies while computing is logged, that computation
-raises WorkerDied, and the next one starts a new worker.
+raises WorkerDied, and the next one starts a new worker. A computation that has no check to stop at
+(the repairs have none) is killed with its worker (`kill`), and so is one whose caller was cancelled:
+no one is left to read its result.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ atexit.register(_python_exits.set)
 
 
 class WorkerDied(Exception):
-    """The diagnostics process ended while computing (killed, out of memory)."""
+    """The worker process ended while computing (killed, out of memory)."""
 
 
 def _serve(requests: Connection, results: Connection, stop: Any) -> None:
@@ -95,12 +98,13 @@ def _exit_with_parent() -> None:
 class _Worker:
     """One worker process and the thread that carries computations to it and their results back."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: Any, name: str) -> None:
+        self.name = name
         self.stop = context.Value("q", 0, lock=False)  # one writer (the event loop), one reader
         worker_requests, self._requests = context.Pipe(duplex=False)
         self._results, worker_results = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_serve, args=(worker_requests, worker_results, self.stop), name="diagnostics", daemon=True
+            target=_serve, args=(worker_requests, worker_results, self.stop), name=name, daemon=True
         )  # daemon: ended when Python exits
         self._process.start()
         worker_requests.close()  # its ends, so that its death reads here as an end of file
@@ -108,6 +112,7 @@ class _Worker:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()  # `alive`, and what is queued once it is False
         self.alive = True
+        self.killed = False  # by `kill`: its end is no error
         # A daemon: waiting for a result never keeps Python from exiting.
         threading.Thread(target=self._carry, name="diagnostics-courier", daemon=True).start()
 
@@ -125,12 +130,17 @@ class _Worker:
         """The worker ends once its computation does (stopped or not); nothing waits for it."""
         self._queue.put(None)
 
+    def kill(self) -> None:
+        """Ends the worker now, mid-computation: its computation raises WorkerDied."""
+        self.killed = True
+        self._process.kill()
+
     def died_idle(self) -> bool:
         """Whether the process ended between two computations (killed, out of memory): the courier
         would only find out by sending it the next one, which would then be lost."""
         if not self.alive or self._process.is_alive():
             return False
-        log.warning("the diagnostics process ended (exit code %s); starting a new one", self._process.exitcode)
+        log.warning("the %s process ended (exit code %s); starting a new one", self.name, self._process.exitcode)
         return True
 
     def _carry(self) -> None:
@@ -138,7 +148,7 @@ class _Worker:
             future, request = item
             try:
                 self._requests.send(request)
-                log.debug("computation %d sent to the diagnostics process %d", request[0], self._process.pid)
+                log.debug("computation %d sent to the %s process %d", request[0], self.name, self._process.pid)
                 succeeded, value = self._results.recv()
             except (EOFError, OSError) as error:
                 self._died(future, error)
@@ -152,9 +162,11 @@ class _Worker:
 
     def _died(self, future: Future, error: BaseException) -> None:
         self._process.join(1)  # it is gone (its pipe closed): reaped here, and its exit code read
+        expected = _python_exits.is_set() or self.killed  # ended by Python's exit or by `kill`
         log.log(
-            logging.DEBUG if _python_exits.is_set() else logging.ERROR,  # ended by Python's exit: expected
-            "the diagnostics process ended while computing (exit code %s, %r); the next computation starts a new one",
+            logging.DEBUG if expected else logging.ERROR,
+            "the %s process ended while computing (exit code %s, %r); the next computation starts a new one",
+            self.name,
             self._process.exitcode,
             error,
         )
@@ -175,13 +187,14 @@ class _Running:
     owner: object  # who asked for it: a stop names it
     serial: int
     future: Future
-    stop: Any  # the shared value of the worker it runs in
+    worker: _Worker  # the one it runs in
 
 
 class DiagnosisProcess:
     """One worker process, one computation at a time, each stoppable from the event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "diagnostics") -> None:
+        self._name = name  # the process's, in log lines
         self._context = multiprocessing.get_context("spawn")
         self._worker: _Worker | None = None
         self._serials = itertools.count(1)
@@ -192,13 +205,17 @@ class DiagnosisProcess:
         """`function(*args, cancelled)` in the worker, once the computation before it has ended: its
         result, or its exception (jsonfix.Cancelled once `stop(owner)` stopped it). `function` must be
         importable by name (pickle sends the reference); so must `args`' types. WorkerDied when the
-        worker dies meanwhile."""
+        worker dies meanwhile (or is killed). A caller cancelled while its computation runs kills the
+        worker: no one would read the result."""
         async with self._turn:
             serial = next(self._serials)
             worker, future = self._submit(serial, function, args)
-            self._running = _Running(owner, serial, future, worker.stop)
+            self._running = _Running(owner, serial, future, worker)
             try:
                 return await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                self.kill(owner)
+                raise
             finally:
                 self._running = None
 
@@ -208,7 +225,20 @@ class DiagnosisProcess:
         running = self._running
         if running is None or running.owner is not owner or running.future.done():
             return False  # a stop written for a computation that returned could stop the next one
-        running.stop.value = running.serial
+        running.worker.stop.value = running.serial
+        return True
+
+    def kill(self, owner: object) -> bool:
+        """Kills the worker running the computation `owner` asked for, which raises WorkerDied; the next
+        computation starts another worker. For computations with no check to stop at. False when `owner`
+        has none running."""
+        running = self._running
+        if running is None or running.owner is not owner or running.future.done():
+            return False
+        running.worker.kill()
+        if self._worker is running.worker:
+            self._worker.close()  # its courier ends once it has read the end
+            self._worker = None
         return True
 
     def shutdown(self) -> None:
@@ -225,5 +255,5 @@ class DiagnosisProcess:
             self._worker = None
         if self._worker is not None and (future := self._worker.submit(serial, function, args)) is not None:
             return self._worker, future
-        self._worker = _Worker(self._context)  # the first computation, or the one after a worker died
+        self._worker = _Worker(self._context, self._name)  # the first computation, or the one after a worker died
         return self._worker, self._worker.submit(serial, function, args)

@@ -219,7 +219,8 @@ class Publisher:
 
     async def _computed(self, payload: Payload) -> list[types.Diagnostic] | None:
         """The diagnostics of `payload`, computed in the diagnostics process; None when a newer version
-        stopped them; none when the process died (it is logged; the next computation starts another)."""
+        stopped them, or when the process died: nothing was checked, so nothing is published (an empty
+        list would say "no problems"); the client's log says so, and the next computation starts another."""
         log.debug("diagnosing %s version %d (%d pieces)", payload.uri, payload.version, len(payload.pieces))
         try:
             diagnosed = await self._process.run(asyncio.current_task(), _diagnose_payload, payload)
@@ -227,7 +228,12 @@ class Publisher:
             log.debug("stopped diagnosing %s version %d", payload.uri, payload.version)
             return None
         except WorkerDied:
-            return []
+            message = (
+                f"diffusion-infill: could not check {payload.uri} version {payload.version}: the diagnostics "
+                "process ended; the next edit checks it again"
+            )
+            self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
+            return None
         self._took[payload.uri] = diagnosed.seconds
         log.debug(
             "diagnosed %s version %d: %d diagnostics in %.2f s",

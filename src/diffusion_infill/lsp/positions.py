@@ -140,11 +140,13 @@ class Lines:
         """The offset in `text` of `position`.
 
         A `character` past the end of its line means the line's end (the LSP spec says so);
-        a line past the last one is an error unless `clamp_line` (edits at the very end of a
-        document sometimes end there), and so is a position inside one code point's units.
+        A position inside one code point's units is an error, and so is a line past the last one;
+        with `clamp_line`, the line right after the last means the document's end (edits at the
+        very end of a document sometimes name it), but a line further on is still an error: no
+        editor means it (issue 34's rule).
         """
         if position.line >= len(self):
-            if clamp_line:
+            if clamp_line and position.line == len(self):
                 return len(self.text)
             raise PositionError(f"line {position.line} is out of range: the document has {len(self)} lines")
         start, end, column = self.start(position.line), self.end(position.line), position.character

@@ -35,6 +35,7 @@ from diffusion_infill.lsp.items import items, placement
 from diffusion_infill.lsp.languages import closure_language
 from diffusion_infill.lsp.positions import UTF16, PositionError
 from diffusion_infill.lsp.protocol import InfillProtocol
+from diffusion_infill.lsp.repairs import Repairs
 from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
@@ -78,6 +79,7 @@ class InfillServer(LanguageServer):
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
         self.runs = Runs(self.worker, self.publish_draft)
         self.fixes = actions.FixResults()  # code-action results per document version and target
+        self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
         self.diagnostics = diagnostics.Publisher(self)
         self.telemetry = Telemetry(options.telemetry)
         self.loading: Future[LoadOutcome] | None = None
@@ -360,12 +362,14 @@ def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.unchecked(item.language_id)
     ls.runs.invalidate(item.uri)
     ls.fixes.forget(item.uri)
+    ls.repairs.stop(item.uri, "the document was opened again")
     ls.diagnostics.schedule(document)
 
 
 def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.runs.invalidate(uri)  # first: whatever happens next, the old run is stale
+    ls.repairs.stop(uri, "the document changed")
     try:
         document = ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
     except UnknownDocument as error:
@@ -380,6 +384,7 @@ def did_change(ls: InfillServer, params: types.DidChangeTextDocumentParams) -> N
 def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.runs.invalidate(params.text_document.uri)
     ls.fixes.forget(params.text_document.uri)
+    ls.repairs.stop(params.text_document.uri, "the document was closed")
     document = ls.documents.close(params.text_document.uri)
     if document is not None:
         ls.diagnostics.forget(document)
@@ -410,13 +415,16 @@ def shutdown(ls: InfillServer, params: Any) -> None:
     ls.runs.clear()
     ls.worker.shutdown()
     ls.diagnostics.shutdown()
+    ls.repairs.shutdown()
+    ls.telemetry.flush()
     ls.shut_down = True
 
 
 def exit_now(ls: InfillServer, params: Any) -> None:
     """exit: ends the process now. Python's own exit would first wait for the engine thread, which may
-    be seconds into a model load; nothing it does needs finishing (the acceptance counts are written when
-    counted). The diagnostics process ends itself once the server is gone (lsp.diagnosis_process)."""
+    be seconds into a model load; nothing it does needs finishing (the acceptance counts not yet written are,
+    here). The diagnostics and repairs processes end themselves once the server is gone (lsp.diagnosis_process)."""
+    ls.telemetry.flush()
     logging.shutdown()
     sys.stdout.flush()
     os._exit(0 if ls.shut_down else 1)  # the LSP spec's exit codes: 1 without a shutdown request first
@@ -438,5 +446,6 @@ def create_server(options: ServeOptions) -> InfillServer:
         types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=actions.KINDS, resolve_provider=True)
     )(actions.code_actions)
     server.feature(types.CODE_ACTION_RESOLVE)(actions.resolve)
+    server.command(actions.FIX_COMMAND)(actions.run_fix)
     server.command(ACCEPT_COMMAND)(accepted)
     return server

@@ -2,6 +2,10 @@
 
 Counts only: no text, no file names, nothing leaves the machine. Each returned item
 carries a command that the client runs when the user accepts it; the command lands here.
+
+Counting is in memory; the file is written by a thread of its own (a lock file, a read, a write,
+a rename, and a wait of up to 200 ms while another server holds the lock), never on the event
+loop that answers keystrokes. Counts that arrive while it writes are written next, together.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,6 +58,11 @@ class Telemetry:
         self.path = path  # None: count in memory only
         self.counts = self._read()  # the file's counts as of the last save, with this server's since
         self.unsaved = Counts()  # this server's changes the file does not have yet
+        self._lock = threading.Lock()  # `counts` and `unsaved`: counted on the loop, saved by the writer
+        self._changed = threading.Event()  # unsaved changes wait for the writer
+        self._saving = threading.Lock()  # one save at a time: `flush` waits for the writer's
+        if path is not None:  # a daemon: unsaved counts never keep the process from exiting (`flush` first)
+            threading.Thread(target=self._write, name="telemetry", daemon=True).start()
 
     def _read(self) -> Counts:
         if self.path is None or not self.path.exists():
@@ -64,38 +74,67 @@ class Telemetry:
             return Counts()
 
     def _bump(self, trigger: str, name: str, amount: int) -> None:
-        self.counts.add(trigger, name, amount)
-        self.unsaved.add(trigger, name, amount)
+        with self._lock:
+            self.counts.add(trigger, name, amount)
+            self.unsaved.add(trigger, name, amount)
+        self._changed.set()
 
     def offered(self, trigger: str, items: int) -> None:
         if items:
             self._bump(trigger, "requests", 1)
             self._bump(trigger, "items", items)
-            self._save()
 
     def accepted(self, trigger: str) -> None:
         self._bump(trigger, "accepted", 1)
-        self._save()
+
+    def flush(self, tries: int = 5) -> None:
+        """Saves the unsaved changes now, on the calling thread (the shutdown, tests), waiting out another
+        server's save up to `tries` times."""
+        for _ in range(tries):
+            self._save()
+            with self._lock:
+                if self.unsaved == Counts():
+                    return
+
+    def _write(self) -> None:
+        while True:
+            self._changed.wait()
+            self._changed.clear()
+            self._save()
 
     def _save(self) -> None:
         """Adds the unsaved changes to the file's counts; if another server holds the file, they wait
         for the next change."""
         if self.path is None:
             return
+        with self._saving:
+            with self._lock:
+                saving, self.unsaved = self.unsaved, Counts()
+            if saving == Counts():
+                return
+            merged = self._saved(saving)
+            with self._lock:
+                if merged is None:  # kept for the next save
+                    self.unsaved = saving.plus(self.unsaved)
+                else:  # what the file says now, with what was counted while it was written
+                    self.counts = merged.plus(self.unsaved)
+
+    def _saved(self, saving: Counts) -> Counts | None:
+        """The file's counts plus `saving`, written to it; None when it could not be."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _Lock(self.path.with_name(self.path.name + ".lock")) as locked:
                 if not locked:
-                    return
-                merged = self._read().plus(self.unsaved)
+                    return None
+                merged = self._read().plus(saving)
                 # Written aside and renamed, so a reader never sees half a file.
                 temporary = self.path.with_name(self.path.name + ".tmp")
                 temporary.write_text(json.dumps(asdict(merged), indent=1), encoding="utf-8")
                 temporary.replace(self.path)
         except OSError as error:
             log.warning("could not save acceptance counts to %s: %s", self.path, error)
-            return
-        self.counts, self.unsaved = merged, Counts()
+            return None
+        return merged
 
 
 class _Lock:

@@ -1,5 +1,6 @@
-"""The engine's own thread: loads the model and runs completions and code-action repairs one at a time, so torch
-never runs on the asyncio loop nor in pygls' thread pool (whose threads read stdin).
+"""The engine's own thread: loads the model and runs completions and the code-action repairs that need the model
+(Complete table, Regenerate) one at a time, so torch never runs on the asyncio loop nor in pygls' thread pool
+(whose threads read stdin).
 
 Jobs are cancelled cooperatively: a job whose flag is set before it starts is skipped,
 and a running one stops at the engine's next check, between two denoising steps.

@@ -80,3 +80,21 @@ def test_a_long_line_before_the_last_tokens_changes_nothing():
     for long_line in ("[1, 2], " * 20_000, "z" * 100_000 + " "):
         assert document_draft(earlier + long_line + "config.load(path,").text == " strict=True)"
     assert document_draft("[1, 2], " * 20_000 + "[1,") is None  # no earlier place ends its line
+
+
+def test_the_closure_check_of_a_draft_reads_a_few_thousand_characters_around_the_cursor(monkeypatch):
+    """The server offers drafts on its event loop at every keystroke: parsing the whole 40,000-character
+    window cost 30-66 ms there, so the check reads CHECK_BEFORE and CHECK_AFTER characters of it."""
+    from diffusion_infill.engine import closure
+    from diffusion_infill.engine.completion import document_drafts
+
+    parsed, check = [], closure.check
+
+    def recording(prefix: str, candidate: str, suffix: str, language: str | None):
+        parsed.append((len(prefix), len(suffix)))
+        return check(prefix, candidate, suffix, language)
+
+    monkeypatch.setattr(closure, "check", recording)
+    filler = "def f(a):\n    return a + 1\n\n" * 1_500  # 40,000 characters before the class
+    assert offer(InfillRequest(filler + CLASS + "        self.count", "\n" + filler, "python")).text == " = 0"
+    assert parsed == [(document_drafts.CHECK_BEFORE, document_drafts.CHECK_AFTER)]
