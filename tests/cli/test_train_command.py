@@ -105,7 +105,8 @@ def test_a_run_says_what_it_does_saves_on_ctrl_c_and_resumes_from_there(tmp_path
             break
     said += running.stderr.read().splitlines()
     assert running.wait(timeout=120) == 130, said
-    assert said[:3] == ["train: reading the corpus", "train: tokenizing 7,743 files", "train: making the model"]
+    assert said[0] == "train: reading the corpus" and said[2] == "train: making the model"
+    assert re.fullmatch(r"train: tokenizing [\d,]+ files", said[1])  # as many as this machine's corpus has
     match = re.fullmatch(
         r"train: interrupted at step ([\d,]+), saved in (.+); resume with: diffusion-infill (.+)", said[-1]
     )

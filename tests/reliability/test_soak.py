@@ -130,7 +130,7 @@ async def test_a_closed_document_leaves_nothing_behind(tiny_model_dir):
     worker = EngineWorker()
     assert worker.load(str(tiny_model_dir), "cpu", "float32", EngineSettings()).result(HANG_S).error is None
     try:
-        runs = Runs(worker, publish=lambda key, position, draft, ms: None)
+        runs = Runs(worker, publish=lambda key, position, draft, ms, offered: None)
         request = InfillRequest("values = [1, 2, ", "]\n", "python")  # the random model writes something here
         key = RunKey("file:///reliability/closed.py", 1, len(request.prefix), None, 1)
         [final] = await runs.complete(key, request, Position(0, 16))

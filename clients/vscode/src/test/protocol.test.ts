@@ -41,7 +41,7 @@ after(async () => {
   await new Promise((resolve) => (server.exitCode !== null ? resolve(null) : server.on('exit', resolve)));
 });
 
-test('initialize advertises inline completion and the accept command', { skip }, async () => {
+test('initialize advertises inline completion and its commands: accept, and fix (a large fix run when chosen)', { skip }, async () => {
   const result: any = await connection.sendRequest('initialize', {
     processId: process.pid,
     rootUri: null,
@@ -51,7 +51,10 @@ test('initialize advertises inline completion and the accept command', { skip },
   });
   await connection.sendNotification('initialized', {});
   assert.ok(result.capabilities.inlineCompletionProvider);
-  assert.deepEqual(result.capabilities.executeCommandProvider.commands, ['diffusionInfill.accept']);
+  assert.deepEqual([...result.capabilities.executeCommandProvider.commands].sort(), [
+    'diffusionInfill.accept',
+    'diffusionInfill.fix',
+  ]);
 });
 
 test('drafts converge before the answer, which matches the final draft', { skip }, async () => {
