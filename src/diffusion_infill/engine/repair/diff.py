@@ -15,6 +15,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from diffusion_infill.engine.repair.spans import Span
 
@@ -100,10 +101,7 @@ def _matched(old: Sequence, new: Sequence) -> list[tuple[int, int, int, int]]:
 
 def _starts(pieces: list[str]) -> list[int]:
     """Offset of each piece in their concatenation, and the end."""
-    starts = [0]
-    for piece in pieces:
-        starts.append(starts[-1] + len(piece))
-    return starts
+    return list(accumulate(map(len, pieces), initial=0))
 
 
 def _by_lines(old: str, new: str) -> tuple[list[Change], int]:
