@@ -15,12 +15,14 @@
   only the others, distinct from it.
 - A final completion whose confidence is under the request's threshold is not offered;
   the final draft notification then carries no text, so a client stops showing the draft.
+- A draft whose publication raises is logged, and the request is answered all the same.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -31,6 +33,8 @@ from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.worker import EngineWorker, Job
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class Runs:
         run = self._live.get(key.uri)
         if run is not None and run.key == key:
             if run.latest is not None:  # the joining client sees the live state at once
-                self._publish(run.key, run.position, run.latest, _since(run.started), [])
+                self._notify(run.key, run.position, run.latest, _since(run.started), [])
         else:
             self.invalidate(key.uri)
             run = self._start(key, request, position, answer)
@@ -145,7 +149,7 @@ class Runs:
         offered = [final] if clears_gate(final.confidence, self._threshold(key)) else []
         self._done[key.uri] = (key, offered)
         answer = replace(final, step=0, text=final.text if offered else "")
-        self._publish(key, position, answer, _since(started), offered)
+        self._notify(key, position, answer, _since(started), offered)
         return offered
 
     def _start(self, key: RunKey, request: InfillRequest, position: Position, answer: Answer) -> Run:
@@ -171,7 +175,7 @@ class Runs:
         run.latest = draft
         if draft.text != run.sent:
             run.sent = draft.text
-            self._publish(run.key, run.position, draft, _since(run.started), [])
+            self._notify(run.key, run.position, draft, _since(run.started), [])
 
     def _finish(self, run: Run, future: asyncio.Future[list[Draft] | None]) -> None:
         if self._live.get(run.key.uri) is run:
@@ -203,8 +207,16 @@ class Runs:
         if shown is run.kept:  # its notification says step 0, as an answer from memory does; its item, its steps
             shown = replace(shown, step=0)
         run.latest = shown
-        self._publish(run.key, run.position, shown, _since(run.started), offered)
+        self._notify(run.key, run.position, shown, _since(run.started), offered)
         return offered
+
+    def _notify(self, key: RunKey, at: Position, draft: Draft, ms: float, answered: list[Draft]) -> None:
+        """Publishes a draft; a publish that raises is logged and the request answered all the same (raised in
+        `_finish`, it left the run's result unset: the request never answered)."""
+        try:
+            self._publish(key, at, draft, ms, answered)
+        except Exception:
+            log.exception("publishing a draft of %s version %d failed", key.uri, key.version)
 
     def _stop(self, run: Run) -> None:
         run.job.cancel.set()
