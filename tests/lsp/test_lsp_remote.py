@@ -12,9 +12,9 @@ from commands import serve_command
 from lsprotocol import types
 from openai_servers import SilentServer, free_port
 
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.remote.client import RemoteEngine
 from diffusion_infill.engine.remote.settings import RemoteSettings
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.lsp.settings import ServerSettings, merge, section_of
 from tests.lsp.action_client import REGENERATE, action_capabilities, code_actions, span
 from tests.lsp.lsp_client import Editor, apply, capabilities, start, stop

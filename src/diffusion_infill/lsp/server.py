@@ -25,9 +25,9 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.items import items, placement
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
