@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from action_client import FIX_JSON, action_capabilities, applied, code_actions, open_diagnosed, titled
 from commands import serve_command
-from lsp_client import Editor, start, stop
+
+from tests.lsp.action_client import FIX_JSON, action_capabilities, applied, code_actions, open_diagnosed, titled
+from tests.lsp.lsp_client import Editor, start, stop
 
 pytestmark = pytest.mark.asyncio
 
