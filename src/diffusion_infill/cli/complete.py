@@ -86,7 +86,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
     says whether the server would show it while typing: its gate at `min_confidence`, else at the
     threshold calibrated with the checkpoint, as the server's default settings do."""
     # imports torch: only once the input is checked
-    from diffusion_infill.engine.completion.confidence import clears_gate
+    from diffusion_infill.engine.completion.confidence import clears_gate, gate_threshold
 
     prefix, suffix = location.split(text)
     language = syntax_check.language_for_path(str(location.path))
@@ -114,7 +114,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
     valid = syntax_check.check(prefix, final.text, suffix, language).valid
     printed = clears_gate(final.confidence, min_confidence or 0.0)
     shown_text = final.text if printed else ""
-    threshold = gate_threshold(engine, min_confidence)
+    threshold = gate_threshold(min_confidence, getattr(engine, "calibration", None))  # as the server gates
 
     if as_json:
         result = {
@@ -144,15 +144,6 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
         file=sys.stderr,
     )
     return 0
-
-
-def gate_threshold(engine, min_confidence: float | None) -> float:
-    """The confidence an editor's completion needs while typing: `min_confidence` when given, else the
-    threshold calibrated with the checkpoint, else 0 (the server's minConfidence null)."""
-    if min_confidence is not None:
-        return min_confidence
-    calibration = getattr(engine, "calibration", None)
-    return calibration.threshold if calibration is not None else 0.0
 
 
 def _confidence_note(confidence: float | None, shown: bool, min_confidence: float) -> str:

@@ -29,6 +29,7 @@ from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
 from diffusion_infill.lsp.completion.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
@@ -78,7 +79,8 @@ class InfillServer(LanguageServer):
         self.documents = Documents()
         self.unchecked_languages: set[str] = set()  # languageIds without a grammar, told once (unchecked)
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
-        self.runs = Runs(self.worker, self.publish_draft)
+        self.policy = RequestPolicy.of(self.settings, None, judges_lines=False)  # until settings and a model come
+        self.runs = Runs(self.worker, self.publish_draft, self.policy)
         self.fixes = actions.FixResults()  # code-action results per document version and target
         self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
         self.diagnostics = publisher.Publisher(self)
@@ -154,6 +156,12 @@ class InfillServer(LanguageServer):
             self.unreachable = False
             self.publish_status(READY, "the server answers again")
 
+    def adopt_policy(self) -> None:
+        """The request policy of the settings and of what the worker knows of the model (lsp.completion.policy):
+        built at each settings change and at each model load's start and end, read by every request."""
+        self.policy = RequestPolicy.of(self.settings, self.worker.calibration, self.worker.judges_lines)
+        self.runs.policy = self.policy
+
     def load_model(self) -> None:
         settings, remote = self.settings, self.settings.remote_settings()
         self.runs.clear()
@@ -167,11 +175,19 @@ class InfillServer(LanguageServer):
                 remote.url or "(no url)",
                 "with" if remote.api_key else "without",
             )
-            self.loading = self.worker.connect(remote, settings.engine_settings())
+            loading = self.worker.connect(remote, settings.engine_settings())
         else:
-            self.loading = self.worker.load(
+            loading = self.worker.load(
                 settings.model, settings.device, settings.dtype, settings.engine_settings(), settings.quantize
             )
+        self.loading = loading
+        self.adopt_policy()  # the calibration beside a local checkpoint's weights already gates
+        loop = asyncio.get_running_loop()  # the load's end comes before the completions queued behind it
+        loading.add_done_callback(lambda _: loop.call_soon_threadsafe(self._loaded, loading))
+
+    def _loaded(self, loading: Future[LoadOutcome]) -> None:
+        if self.loading is loading:  # else superseded: the load that replaced it adopts its own policy
+            self.adopt_policy()
 
     def apply(self, settings: ServerSettings) -> None:
         """Switches to new settings: loads the model again only when model, device, dtype or quantization changed."""
@@ -179,14 +195,13 @@ class InfillServer(LanguageServer):
         if settings.model_key() != previous.model_key():
             self.load_model()
             self.background(report_loading(self))
-        elif settings.engine_settings() != previous.engine_settings():
+            return
+        policy = self.policy
+        self.adopt_policy()
+        if settings.engine_settings() != previous.engine_settings():
             self.runs.clear()
             self.worker.configure(settings.engine_settings())
-        elif (settings.invoked_items, settings.min_confidence, settings.document_drafts) != (
-            previous.invoked_items,
-            previous.min_confidence,
-            previous.document_drafts,
-        ):
+        elif self.policy != policy:  # every run and result was asked under the other policy
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
@@ -254,34 +269,20 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     if not _tracked(ls, params.text_document.uri):
         return []
     document, cursor, selected = _locate(ls, params)
-    settings = ls.settings
-    if ls.worker.state is State.FAILED or not settings.enabled_for(document.language_id):
+    if ls.worker.state is State.FAILED or not ls.settings.enabled_for(document.language_id):
         return []
     where = placement(document.text, cursor, selected)
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
-    samples = settings.invoked_items if trigger == "invoked" else 1
-    # The user asked: every completion is offered; while typing only those likely to be accepted.
-    threshold = settings.min_confidence if trigger == "automatic" else 0.0  # None: the checkpoint's own
-    key = RunKey(
-        document.uri,
-        document.version,
-        cursor,
-        selected,
-        samples,
-        threshold,
-        trigger == "automatic",
-        settings.document_drafts,
-        settings.quiet_after,
-    )
+    policy, automatic = ls.policy, trigger == "automatic"
+    key = RunKey(document.uri, document.version, cursor, selected, policy.samples(automatic), automatic)
     window = ModelText.of(where.prefix, where.suffix)
     # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
-    copies_lines = ls.worker.judges_lines and settings.document_drafts
     others = (
         tuple(
             ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
             for other in ls.documents.others(document)
         )
-        if copies_lines
+        if policy.copied_lines is CopiedLines.ENGINE
         else ()
     )
     request = InfillRequest(
@@ -339,16 +340,17 @@ async def report_loading(ls: InfillServer) -> None:
     if progress:
         done = "ready" if outcome.error is None else "failed"
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{name}: {done}"))
-    if outcome.error is not None:
+    if ls.loading is not loading:  # settings asked for another model meanwhile: its load says how it ends
+        log.info("superseded load of %s ended%s", name, f": {outcome.error}" if outcome.error else "")
+    elif outcome.error is not None:
         ls.tell(types.MessageType.Error, f"could not load the model, inline completion is off: {outcome.error}")
-        if ls.loading is loading:
-            ls.publish_status(ERROR, outcome.error)
-    elif outcome.unreachable is not None and ls.loading is loading:
+        ls.publish_status(ERROR, outcome.error)
+    elif outcome.unreachable is not None:
         ls.server_failed(outcome.unreachable)
-    elif ls.loading is loading:
+    else:
         log.info("model ready: %s", outcome.source)
         ls.publish_status(READY, f"from {outcome.source}")
-        if ls.settings.remote_settings() is None and ls.worker.calibration is None:
+        if ls.settings.remote_settings() is None and not ls.policy.calibrated:
             ls.tell(
                 types.MessageType.Info,
                 f"{outcome.source} is not calibrated (no confidence.json): every "

@@ -11,7 +11,9 @@ import torch
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.loading import ModelLoadError
 from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.completion.policy import RequestPolicy
 from diffusion_infill.lsp.completion.worker import EngineWorker, State, TorchStart
+from diffusion_infill.lsp.settings import ServerSettings
 
 
 @pytest.fixture
@@ -38,7 +40,8 @@ def test_while_a_local_checkpoint_loads_its_calibration_already_gates(held_load,
 
     assert worker.state is State.LOADING
     assert worker.calibration is not None and worker.calibration == Calibration.load(model_dir)
-    assert worker.min_confidence == worker.calibration.threshold > 0
+    policy = RequestPolicy.of(ServerSettings(), worker.calibration, worker.judges_lines)
+    assert policy.gate == worker.calibration.threshold > 0
     release.set()
     assert loading.result(60).error == "stopped by the test"
     assert worker.calibration is None  # nothing loaded: nothing calibrated
@@ -80,3 +83,25 @@ def test_torch_is_seeded_and_limited_on_the_engine_thread_before_the_first_load(
     finally:
         worker.shutdown()
         torch.set_num_threads(before)
+
+
+def test_a_superseded_load_that_fails_leaves_the_next_one_loading(monkeypatch):
+    """Completions asked while the second model loads wait for it: the first load's failure, which nobody
+    waits for any more, does not turn the worker FAILED (the server answers nothing while it is)."""
+    released = {"first": threading.Event(), "second": threading.Event()}
+
+    def load_any(model, *args, **kwargs):
+        released[model].wait(60)
+        raise ModelLoadError(f"{model}: stopped by the test")
+
+    monkeypatch.setattr("diffusion_infill.engine.factory.load_any", load_any)
+    worker = EngineWorker()
+    try:
+        first = worker.load("first", "cpu", "auto", EngineSettings())
+        worker.load("second", "cpu", "auto", EngineSettings())
+        released["first"].set()
+        assert first.result(60).error == "first: stopped by the test"
+        assert worker.state is State.LOADING
+    finally:
+        released["second"].set()
+        worker.shutdown()

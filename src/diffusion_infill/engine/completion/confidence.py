@@ -186,6 +186,14 @@ def clears_gate(confidence: float | None, threshold: float) -> bool:
     return confidence is None or confidence >= threshold
 
 
+def gate_threshold(min_confidence: float | None, calibration: Calibration | None) -> float:
+    """The confidence a completion shown while typing needs: `min_confidence` when set, else the threshold
+    chosen with the checkpoint's calibration, else 0 (every completion)."""
+    if min_confidence is not None:
+        return min_confidence
+    return calibration.threshold if calibration is not None else 0.0
+
+
 class SlotLogprobs:
     """Per gap slot, the log-probability of the token it holds, taken at the step it was chosen
     (for a slot still masked, the latest step's guess). Slots pinned at a step (clamped, revealed

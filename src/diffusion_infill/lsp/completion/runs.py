@@ -13,8 +13,9 @@
   a quiet character: diffusion_infill.engine.completion.without_run, which keeps the memory) is answered so;
   a request for several items whose first one is known gets it first, and the engine samples
   only the others, distinct from it.
-- A final completion whose confidence is under the request's threshold is not offered;
-  the final draft notification then carries no text, so a client stops showing the draft.
+- A final completion whose confidence is under the request's threshold (the request policy's gate,
+  lsp.completion.policy, for an Automatic request) is not offered; the final draft notification then
+  carries no text, so a client stops showing the draft.
 - A draft whose publication raises is logged, and the request is answered all the same.
 Runs live on the asyncio loop; only `Job`s cross to the engine thread.
 """
@@ -30,8 +31,9 @@ from dataclasses import dataclass, field, replace
 from lsprotocol.types import Position
 
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
+from diffusion_infill.engine.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.engine.requests import Draft, InfillRequest
+from diffusion_infill.lsp.completion.policy import RequestPolicy
 from diffusion_infill.lsp.completion.worker import EngineWorker, Job
 
 log = logging.getLogger(__name__)
@@ -44,10 +46,7 @@ class RunKey:
     cursor: int  # offset of the cursor in the document
     selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
     samples: int
-    min_confidence: float | None = 0.0  # completions estimated below this are not offered; None: the model's own
     automatic: bool = False  # asked while typing, not by the user
-    document_drafts: bool = False  # may be answered with what followed the same tokens earlier in the document
-    quiet_after: str | None = ""  # an automatic request right after one of these runs nothing; None: the model's own
 
 
 @dataclass
@@ -70,12 +69,15 @@ Publish = Callable[[RunKey, Position, Draft, float, list[Draft]], None]
 
 
 class Runs:
-    def __init__(self, worker: EngineWorker, publish: Publish):
+    def __init__(self, worker: EngineWorker, publish: Publish, policy: RequestPolicy | None = None):
         self._worker = worker
         self._publish = publish
+        # The server's, replaced at each settings change (which clears every run and result) and model load;
+        # read when applied: a request asked while the model loads is gated as the loaded model's.
+        self.policy = policy or RequestPolicy()
         self._live: dict[str, Run] = {}
         self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
-        self._policy = WithoutRun()  # answers without a run, and the memory they come from
+        self._no_run = WithoutRun()  # answers without a run, and the memory they come from
 
     async def complete(self, key: RunKey, request: InfillRequest, position: Position) -> list[Draft]:
         """The final drafts for `key` (the first is the best); empty when superseded."""
@@ -83,7 +85,7 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         started = time.monotonic()
-        answer = self._policy.answer(request, self._asked(key))
+        answer = self._no_run.answer(request, self.policy.asked(key.samples, key.automatic))
         if not answer.run:
             return self._without_run(key, position, answer.kept, started)
         run = self._live.get(key.uri)
@@ -115,24 +117,7 @@ class Runs:
         """Settings changed: every run and result is stale."""
         for uri in list(self._live) + list(self._done):
             self.invalidate(uri)
-        self._policy.clear()
-
-    def _threshold(self, key: RunKey) -> float:
-        """The request's threshold; read when it is applied, since the model may load in between."""
-        return self._worker.min_confidence if key.min_confidence is None else key.min_confidence
-
-    def _asked(self, key: RunKey) -> Asked:
-        quiet_after = self._worker.quiet_after if key.quiet_after is None else key.quiet_after
-        # An engine that judges copied lines answers with them itself, the document's draft among them.
-        document_drafts = key.document_drafts and not self._worker.judges_lines
-        return Asked(
-            key.samples,
-            self._threshold(key),
-            key.automatic,
-            document_drafts,
-            self._worker.calibration is not None,
-            quiet_after,
-        )
+        self._no_run.clear()
 
     def _without_run(self, key: RunKey, position: Position, kept: Suggestion | None, started: float) -> list[Draft]:
         """The answer without a run: the kept completion, or nothing."""
@@ -146,7 +131,7 @@ class Runs:
         item the steps that wrote it."""
         self.invalidate(key.uri)
         final = _kept_draft(kept, _since(started))
-        offered = [final] if clears_gate(final.confidence, self._threshold(key)) else []
+        offered = [final] if clears_gate(final.confidence, self.policy.threshold(key.automatic)) else []
         self._done[key.uri] = (key, offered)
         answer = replace(final, step=0, text=final.text if offered else "")
         self._notify(key, position, answer, _since(started), offered)
@@ -199,10 +184,11 @@ class Runs:
         returns the completions offered (those the confidence threshold lets through)."""
         finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
-        offered = [draft for draft in finals if clears_gate(draft.confidence, self._threshold(run.key))]
+        threshold = self.policy.threshold(run.key.automatic)
+        offered = [draft for draft in finals if clears_gate(draft.confidence, threshold)]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
-            self._policy.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))
+            self._no_run.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))
         shown = next((draft for draft in offered if draft.text), replace(best, text=""))
         if shown is run.kept:  # its notification says step 0, as an answer from memory does; its item, its steps
             shown = replace(shown, step=0)

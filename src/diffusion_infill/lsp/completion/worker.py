@@ -88,6 +88,7 @@ class EngineWorker:
         self._fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
         self._loading_calibration: Calibration | None = None  # the checkpoint's, read before its weights
         self.state = State.IDLE
+        self._loads = 0  # loads and connects asked for: only the latest one's end sets `state`
         # Work done since start, superseded runs included (written on the engine thread only):
         # the per-job debug line below reports them, for diffusion_infill.bench.typing_burst's wasted-work count.
         self.completions = 0
@@ -97,23 +98,14 @@ class EngineWorker:
     def calibration(self) -> Calibration | None:
         """The loaded checkpoint's confidence calibration, or while a local checkpoint loads the one
         beside its weights; None when it has none (or none is loaded or loading)."""
-        engine = self._engine  # set by the engine thread: read once
-        return self._loading_calibration if engine is None else getattr(engine, "calibration", None)
+        if self.state is State.LOADING:
+            return self._loading_calibration
+        return getattr(self._engine, "calibration", None)
 
     @property
     def judges_lines(self) -> bool:
         """Whether the loaded engine judges lines copied from the code itself (engine.completion.judge)."""
-        return getattr(self._engine, "revision", None) is not None
-
-    @property
-    def min_confidence(self) -> float:
-        """The threshold calibrated with the loaded checkpoint; 0 (everything) when it has none."""
-        return self.calibration.threshold if self.calibration is not None else 0.0
-
-    @property
-    def quiet_after(self) -> str:
-        """The quiet characters calibrated with the loaded checkpoint; none when it has none."""
-        return self.calibration.quiet_after if self.calibration is not None else ""
+        return self.state is State.READY and getattr(self._engine, "revision", None) is not None
 
     def load(
         self, model: str | None, device: str, dtype: str, settings: EngineSettings, quantize: str = "none"
@@ -123,15 +115,15 @@ class EngineWorker:
         Its calibration (a small file) is read at once, so that answers needing no model step
         (document drafts, the gate) work during the seconds the model stack and the weights take
         to load: from now on when nothing is loaded, else once the loaded engine is dropped."""
-        self.state = State.LOADING
-        calibration = _calibration_beside(model)
-        self._loading_calibration = calibration
-        return self._executor.submit(self._load, model, device, dtype, quantize, settings, calibration)
+        self.state, self._loading_calibration = State.LOADING, _calibration_beside(model)
+        self._loads += 1
+        return self._executor.submit(self._load, self._loads, model, device, dtype, quantize, settings)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
-        self.state = State.LOADING
-        return self._executor.submit(self._connect, remote, settings)
+        self.state, self._loading_calibration = State.LOADING, None
+        self._loads += 1
+        return self._executor.submit(self._connect, self._loads, remote, settings)
 
     def configure(self, settings: EngineSettings) -> Future[None]:
         """New engine settings for the loaded model, from the next job on."""
@@ -159,20 +151,25 @@ class EngineWorker:
             self._engine.close()
         self._loaded = self._engine = None
 
-    def _connect(self, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
+    def _end(self, load: int, state: State) -> None:
+        """A load's end: the worker takes its state (READY or FAILED) unless a newer load was asked for
+        meanwhile: then it stays LOADING, and completions asked meanwhile wait for that one."""
+        if load == self._loads:
+            self.state = state
+
+    def _connect(self, load: int, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
         from diffusion_infill.engine.remote.client import RemoteEngine, RemoteRepairer
 
         self._drop_engine()
-        self._loading_calibration = None
         self._settings = settings
         source = f"{remote.model} at {remote.url}"
         if not remote.url or not remote.model:
-            self.state = State.FAILED
+            self._end(load, State.FAILED)
             self._fixer = Fixer(None, "no server is configured")
             return LoadOutcome(source, "the openai engine needs a server URL and a model name")
         self._engine = RemoteEngine(remote, settings)
         self._fixer = Fixer(RemoteRepairer(self._engine), model_fixes=False)
-        self.state = State.READY
+        self._end(load, State.READY)
         try:
             self._engine.probe()
         except RemoteError as error:  # the server may come up later: each completion probes again until it does
@@ -180,15 +177,8 @@ class EngineWorker:
         return LoadOutcome(source)
 
     def _load(
-        self,
-        model: str | None,
-        device: str,
-        dtype: str,
-        quantize: str,
-        settings: EngineSettings,
-        calibration: Calibration | None,
+        self, load: int, model: str | None, device: str, dtype: str, quantize: str, settings: EngineSettings
     ) -> LoadOutcome:
-        self._loading_calibration = calibration  # what `calibration` answers until the weights are in
         self._drop_engine()
         self._fixer = Fixer(None, "the model could not be loaded")  # until it is: deterministic repairs only
         self._settings = settings
@@ -202,13 +192,13 @@ class EngineWorker:
             problem = self._loaded.canvas_problem
             self._fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(self._loaded), model_fixes=False)
         except ModelLoadError as error:
-            self._loading_calibration, self.state = None, State.FAILED
+            self._end(load, State.FAILED)
             return LoadOutcome(model or "the embedded model", str(error))
         except Exception as error:  # e.g. a CUDA device on a machine without one: torch raises many kinds
             log.exception("loading %s on %s failed", model or "the embedded model", device)
-            self._loading_calibration, self.state = None, State.FAILED
+            self._end(load, State.FAILED)
             return LoadOutcome(model or "the embedded model", f"{type(error).__name__}: {error} (device {device})")
-        self.state = State.READY
+        self._end(load, State.READY)
         return LoadOutcome(self._loaded.source)
 
     def _start_torch(self) -> None:

@@ -1,0 +1,75 @@
+"""The request policy: who answers an inline completion request from lines copied from the code, after
+which characters an as-you-type request runs nothing, and what confidence an offered completion needs.
+
+Each of these depends on a setting and on the model: its calibration (the threshold and the quiet
+characters chosen with it; known from the file beside a local checkpoint's weights while they load) and
+whether it judges copied lines itself (known once loaded). The server builds one frozen RequestPolicy
+from both at each settings change and at each model load's start and end (lsp.server), and every
+decision reads it: the inlineCompletion handler (which documents a request carries), lsp.runs (what
+answers without a run, the gate after a run). The engine's own permission to copy lines is the same
+`documentDrafts` setting (EngineSettings.line_drafts, given at load time): whether it answers from
+them is its judge's (engine.completion.judge), and the autoregressive baseline uses them only to
+decode faster (prompt lookup).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from diffusion_infill.engine.completion.confidence import Calibration, gate_threshold
+from diffusion_infill.engine.completion.without_run import Asked
+from diffusion_infill.lsp.settings import ServerSettings
+
+
+class CopiedLines(enum.Enum):
+    """Who answers a request from lines copied from the code."""
+
+    OFF = "off"  # the documentDrafts setting is off: no one
+    SERVER = "server"  # the server, with the document's draft (engine.completion.without_run), unjudged
+    ENGINE = "engine"  # the engine, which copies lines from this and the other open documents and judges them
+
+
+@dataclass(frozen=True)
+class RequestPolicy:
+    invoked_items: int = 3  # completions an Invoked request is offered, for cycling
+    gate: float = 0.0  # the confidence a completion offered to an Automatic request needs; Invoked: none
+    quiet_after: str = ""  # characters after which an Automatic request runs nothing (engine.completion.triggers)
+    calibrated: bool = False  # the model's completions have calibrated estimates (a document draft needs them)
+    copied_lines: CopiedLines = CopiedLines.OFF
+
+    @classmethod
+    def of(cls, settings: ServerSettings, calibration: Calibration | None, judges_lines: bool) -> RequestPolicy:
+        """The policy of `settings` for a model with this calibration (None: none), judging copied lines or not."""
+        quiet_after = settings.quiet_after
+        if quiet_after is None:  # the setting's null: the characters calibrated with the checkpoint
+            quiet_after = calibration.quiet_after if calibration is not None else ""
+        copied = CopiedLines.OFF
+        if settings.document_drafts:
+            copied = CopiedLines.ENGINE if judges_lines else CopiedLines.SERVER
+        return cls(
+            settings.invoked_items,
+            gate_threshold(settings.min_confidence, calibration),
+            quiet_after,
+            calibration is not None,
+            copied,
+        )
+
+    def samples(self, automatic: bool) -> int:
+        """How many completions a request is offered: one while typing, several when the user asks."""
+        return 1 if automatic else self.invoked_items
+
+    def threshold(self, automatic: bool) -> float:
+        """The user asked: every completion is offered; while typing only those likely to be accepted."""
+        return self.gate if automatic else 0.0
+
+    def asked(self, samples: int, automatic: bool) -> Asked:
+        """What engine.completion.without_run needs to know of a request besides its text."""
+        return Asked(
+            samples,
+            self.threshold(automatic),
+            automatic,
+            self.copied_lines is CopiedLines.SERVER,
+            self.calibrated,
+            self.quiet_after,
+        )

@@ -1,0 +1,49 @@
+"""diffusion_infill.lsp.completion.policy: one request policy from the settings and the model's facts (its calibration,
+whether it judges copied lines), the one place where who answers from copied lines, the quiet characters
+and the gate are decided."""
+
+from __future__ import annotations
+
+from diffusion_infill.engine.completion.confidence import Calibration
+from diffusion_infill.engine.completion.without_run import Asked
+from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
+from diffusion_infill.lsp.settings import ServerSettings
+
+CALIBRATED = Calibration({}, 0.0, threshold=0.6, quiet_after=" :")
+DEFAULTS = ServerSettings()  # minConfidence and quietAfter null: the checkpoint's own; documentDrafts on
+
+
+def test_null_settings_take_the_checkpoints_gate_and_quiet_characters():
+    policy = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=False)
+    assert (policy.gate, policy.quiet_after, policy.calibrated) == (0.6, " :", True)
+
+
+def test_without_a_calibration_everything_is_offered_and_no_character_is_quiet():
+    policy = RequestPolicy.of(DEFAULTS, None, judges_lines=False)
+    assert (policy.gate, policy.quiet_after, policy.calibrated) == (0.0, "", False)
+
+
+def test_settings_override_the_checkpoints_values():
+    settings = ServerSettings(min_confidence=0.2, quiet_after="")
+    policy = RequestPolicy.of(settings, CALIBRATED, judges_lines=False)
+    assert (policy.gate, policy.quiet_after) == (0.2, "")
+
+
+def test_copied_lines_are_answered_by_the_engine_that_judges_them_else_by_the_server():
+    assert RequestPolicy.of(DEFAULTS, None, judges_lines=True).copied_lines is CopiedLines.ENGINE
+    assert RequestPolicy.of(DEFAULTS, None, judges_lines=False).copied_lines is CopiedLines.SERVER
+    off = ServerSettings(document_drafts=False)
+    assert RequestPolicy.of(off, None, judges_lines=True).copied_lines is CopiedLines.OFF
+
+
+def test_the_user_asking_gets_every_completion_and_several_items_typing_gets_one_past_the_gate():
+    policy = RequestPolicy.of(ServerSettings(invoked_items=4), CALIBRATED, judges_lines=False)
+    assert (policy.samples(automatic=False), policy.threshold(automatic=False)) == (4, 0.0)
+    assert (policy.samples(automatic=True), policy.threshold(automatic=True)) == (1, 0.6)
+
+
+def test_what_answers_without_a_run_is_told_the_same_decisions():
+    server = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=False)
+    assert server.asked(1, automatic=True) == Asked(1, 0.6, True, True, True, " :")
+    engine = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=True)  # the engine drafts from copied lines
+    assert engine.asked(3, automatic=False) == Asked(3, 0.0, False, False, True, " :")
