@@ -224,9 +224,9 @@ class DiagnosisProcess:
         """Stops the computation `owner` asked for if it is running (it ends at its next check, raising
         what `function` raises when cancelled); False when `owner` has none running."""
         running = self._running
-        if running is None or running.owner is not owner or running.future.done():
-            return False  # a stop written for a computation that returned could stop the next one
-        running.worker.stop.value = running.serial
+        if running is None or running.owner is not owner:
+            return False
+        running.worker.stop.value = running.serial  # its serial: once it has returned, it stops no other
         return True
 
     def kill(self, owner: object) -> bool:

@@ -30,7 +30,7 @@ from lsprotocol import types
 from diffusion_infill.engine.repair import jsonfix, markdown_rules
 from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
-from diffusion_infill.lsp.text.documents import Document, Documents, UnknownDocument
+from diffusion_infill.lsp.text.documents import Document, Documents
 from diffusion_infill.lsp.text.rope import Rope
 
 # Characters. The rules cost about a second per 2 MB of broken JSON or of Markdown; above this a
@@ -212,9 +212,10 @@ class Publisher:
                 return
         else:
             diagnostics = []  # also clears what was shown before the document grew or was lost track of
-        # Still this document's latest computation: not replaced by an edit, a close (a reopened
-        # document starts again at version 1, so the version alone cannot tell), or the shutdown.
-        if self._pending.get(uri) is asyncio.current_task() and self._version(uri) == version:
+        # Still this document's latest computation: every edit and reopening schedules a new one in its
+        # place (a version alone could not tell: a reopened document starts again at 1), a close and the
+        # shutdown drop it.
+        if self._pending.get(uri) is asyncio.current_task():
             self._send(uri, diagnostics, version)
 
     async def _computed(self, payload: Payload) -> list[types.Diagnostic] | None:
@@ -258,12 +259,6 @@ class Publisher:
             log.info("%s", message)
             self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
         return False
-
-    def _version(self, uri: str) -> int | None:
-        try:
-            return self._ls.documents.get(uri).version
-        except UnknownDocument:
-            return None
 
     def _send(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         self._ls.text_document_publish_diagnostics(
