@@ -114,7 +114,7 @@ class EngineWorker:
 
         Its calibration (a small file) is read at once, so that answers needing no model step
         (document drafts, the gate) work during the seconds the model stack and the weights take
-        to load: from now on when nothing is loaded, else once the loaded engine is dropped."""
+        to load, from now on."""
         self.state, self._loading_calibration = State.LOADING, _calibration_beside(model)
         self._loads += 1
         return self._executor.submit(self._load, self._loads, model, device, dtype, quantize, settings)
