@@ -9,7 +9,9 @@ document's draft."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 from commands import serve_command
@@ -197,3 +199,19 @@ async def test_each_cycled_item_carries_its_own_info_whatever_its_source(session
     first, *samples = invoked.items
     assert (first.step, first.source) == (0, "document") and samples
     assert all(sample.source == "model" and sample.step > 0 for sample in samples)
+
+
+async def test_a_model_that_judges_copied_lines_gets_the_document_draft_to_judge_once_loaded(tmp_path):
+    """checkpoints/revision judges lines copied from the code (revision.json); known once it is loaded, so the
+    policy the server builds at the load's end leaves the document's draft to the engine: a run answers."""
+    revision = Path(__file__).parents[3] / "checkpoints" / "revision"
+    options = {"diffusionInfill": {**OPTIONS["diffusionInfill"], "minConfidence": 0, "quietAfter": ""}}
+    client, _ = await start(serve_command(revision, tmp_path / "t.json"), capabilities(["utf-16"]), options)
+    try:
+        await asyncio.wait_for(client.statuses.first(lambda status: status.state == "ready"), 120)
+        editor = Editor(client)
+        uri = editor.open(SEVERAL + "\n")
+        await editor.request(uri, editor.end_of(uri, SEVERAL))
+        assert final_step(client, uri) > 0  # 0: the server answered with the draft itself, unjudged
+    finally:
+        await stop(client)
