@@ -107,7 +107,7 @@ class InfillEngine:
         for _ in range(self.settings.repair_rounds):
             if report.valid:
                 break
-            self._renoise(run, report)
+            self._renoise(run, report.first_bad_offset())
             if not (yield from self._denoise(run, cancelled)):
                 return
             report = self._check(run)
@@ -118,7 +118,8 @@ class InfillEngine:
         revision calibration's threshold and it keeps closure; None otherwise (or without that calibration)."""
         if self.revision is None or not (self.settings.line_drafts and request.copied_lines):
             return None
-        best = judge.best(self, request, copied_lines.candidates(request, request.others))
+        candidates = copied_lines.candidates(request, request.others)
+        best = judge.best(self, request, candidates)
         if best is None or best[0] < self.revision.threshold:
             return None
         chance, judged = best
@@ -171,8 +172,10 @@ class InfillEngine:
             run.last, run.step, run.entropy = last, run.step + 1, float(last.mean_entropy[0])
             run.chosen.observe(last.logits[0], last.argmax[0], last.live[0])
             run.passes.observe(last, run.gap, self.loaded.ids.end)
-            shown = self._shown_tokens(last, run.gap)
-            yield Draft(self._text(run, shown), run.step, run.entropy, final=False, prefill_ms=run.prefill_ms)
+            ids, noise = self.loaded.ids, self.loaded.spec.noise
+            shown = canvas_layout.shown(last.current[0].tolist(), last.argmax[0].tolist(), run.gap, ids, noise)
+            text = insertion_text(self.loaded.tokenizer, shown, run.context.healed, run.one_line)
+            yield Draft(text, run.step, run.entropy, final=False, prefill_ms=run.prefill_ms)
             run.line_ended = self._line_ended(run, shown)
             if run.line_ended:
                 break
@@ -198,12 +201,12 @@ class InfillEngine:
         """The last pass's insertion and whether it keeps closure. Slots still masked at the step
         limit take their argmax: a guess, but the best one."""
         run.tokens = canvas_layout.insertion(run.last.argmax[0].tolist(), run.gap, self.loaded.ids)
-        run.text = self._text(run, run.tokens)
+        run.text = insertion_text(self.loaded.tokenizer, run.tokens, run.context.healed, run.one_line)
         return syntax_check.check(run.request.prefix, run.text, run.request.suffix, run.request.language)
 
-    def _renoise(self, run: _Completion, report: syntax_check.ClosureReport) -> None:
+    def _renoise(self, run: _Completion, bad_offset: int | None) -> None:
         """The draft re-noised from the slot that breaks closure, for a shorter pass on this canvas."""
-        run.start = self._renoise_from(run.last.argmax, run.layout, run.context, report.first_bad_offset())
+        run.start = self._renoise_from(run.last.argmax, run.layout, run.context, bad_offset)
         run.denoise = self.settings.repair_settings()
 
     def _answer(self, run: _Completion, report: syntax_check.ClosureReport) -> Draft:
@@ -252,16 +255,6 @@ class InfillEngine:
         start = torch.tensor([layout.tokens], device=self.loaded.device)
         start[0, gap.start : gap.start + len(tokens) + 1] = torch.tensor(tokens + [self.loaded.ids.end])
         return start
-
-    def _shown_tokens(self, step: Step, gap: range) -> list[int]:
-        """What a draft shows: with mask noise only the revealed slots up to the first masked one,
-        which later steps keep; with uniform noise the argmax, which they refine."""
-        if self.loaded.spec.noise == "mask":
-            return canvas_layout.settled(step.current[0].tolist(), gap, self.loaded.ids)
-        return canvas_layout.insertion(step.argmax[0].tolist(), gap, self.loaded.ids)
-
-    def _text(self, run: _Completion, tokens: list[int]) -> str:
-        return insertion_text(self.loaded.tokenizer, tokens, run.context.healed, run.one_line)
 
     def _line_ended(self, run: _Completion, shown: list[int]) -> bool:
         """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the

@@ -115,7 +115,8 @@ def best(engine, request: InfillRequest, candidates: list[Candidate]) -> tuple[f
     calibration (`engine.revision`), and that chance; None when no candidate fits the gap."""
     if not candidates:
         return None  # nothing to judge: the prefix is not even encoded
-    chances = [(engine.revision.chance(features(j, request.prefix)), j) for j in judge(engine, request, candidates)]
+    judged = judge(engine, request, candidates)
+    chances = [(engine.revision.chance(features(j, request.prefix)), j) for j in judged]
     return max(chances, key=lambda pair: pair[0], default=None)
 
 
