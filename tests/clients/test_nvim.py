@@ -256,6 +256,38 @@ def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(n
     native.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
 
 
+ANSWERS_DRAWN = """
+local native = require('diffusion_infill.native')
+local buf = vim.api.nvim_get_current_buf()
+local client = vim.lsp.get_clients({ bufnr = buf, name = 'diffusion_infill' })[1]
+local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+params.context = { triggerKind = 1 }
+local drawn = 0
+--- A real request for the cursor; returns the function that hands its answer to Neovim's handler.
+local function ask()
+  local answer
+  native.request(buf, client, function() drawn = drawn + 1 end, function(handler)
+    answer = handler
+    return client:request('textDocument/inlineCompletion', params, function() end, buf)
+  end)
+  return answer
+end
+local result, ctx = { items = { { insertText = 'x' } } }, { client_id = client.id, bufnr = buf }
+local hidden = ask()
+native.hide(buf)
+hidden(nil, result, ctx) -- an answer that crossed the cancel
+ask()(nil, result, ctx)
+return drawn
+"""
+
+
+def test_an_answer_that_comes_after_the_item_was_hidden_is_not_drawn(native, tmp_path):
+    """Neovim's handler would draw it (a stale item) or, its state dropped, fail on it."""
+    open_file(native, tmp_path, auto=False)
+    insert_at(native, 11, 4)
+    assert native.lua(ANSWERS_DRAWN) == 1  # only the answer of the request not hidden
+
+
 NEOVIMS_COMPLETOR = "vim.lsp._capability.all.inline_completion.active[vim.api.nvim_get_current_buf()]"
 
 

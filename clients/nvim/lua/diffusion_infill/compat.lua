@@ -8,41 +8,37 @@ local has_011 = vim.fn.has('nvim-0.11') == 1
 --- whoever sends it; 0.10 calls it with the client's fields bound).
 M.wraps_requests = has_011
 
---- Sends a request; returns ok and the request's id (0.11 made the client's functions methods).
-function M.request(client, method, params, handler, buf)
+--- Calls the client's function `name`: a method since 0.11, a function with the client bound in 0.10.
+local function call(client, name, ...)
   if has_011 then
-    return client:request(method, params, handler, buf)
+    return client[name](client, ...)
   end
-  return client.request(method, params, handler, buf)
+  return client[name](...)
+end
+
+--- Sends a request; returns ok and the request's id.
+function M.request(client, method, params, handler, buf)
+  return call(client, 'request', method, params, handler, buf)
 end
 
 function M.cancel_request(client, id)
-  if has_011 then
-    return client:cancel_request(id)
-  end
-  return client.cancel_request(id)
+  return call(client, 'cancel_request', id)
 end
 
---- Runs an item's command on the server (0.10 has no client:exec_cmd: it is sent as is).
+function M.is_stopped(client)
+  return call(client, 'is_stopped')
+end
+
+function M.stop(client, force)
+  return call(client, 'stop', force)
+end
+
+--- Runs an item's command on the server (0.10 has no exec_cmd: the command is sent as it is).
 function M.exec_cmd(client, command, buf)
   if has_011 then
     return client:exec_cmd(command, { bufnr = buf })
   end
   return client.request('workspace/executeCommand', command, function() end, buf)
-end
-
-function M.is_stopped(client)
-  if has_011 then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
-end
-
-function M.stop(client, force)
-  if has_011 then
-    return client:stop(force)
-  end
-  return client.stop(force)
 end
 
 --- Byte index of UTF-16 or UTF-32 unit `index` of `line` (0.11 changed the signature).
