@@ -36,7 +36,7 @@ class Asked:
     samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
     threshold: float = 0.0  # the confidence an offered completion needs
     automatic: bool = False  # asked while typing, not by the user
-    document_drafts: bool = False  # the document's draft may answer (the setting)
+    document_drafts: bool = False  # the document's draft may answer (the setting; not if the engine judges lines)
     calibrated: bool = False  # the model's completions have calibrated estimates
     quiet_after: str = ""  # characters after which an automatic request runs nothing
 
