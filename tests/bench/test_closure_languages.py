@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-FILES = Path(__file__).parents[1] / "engine" / "closure_files"
+FILES = Path(__file__).parents[1] / "engine" / "syntax_check_files"
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:

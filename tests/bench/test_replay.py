@@ -12,7 +12,7 @@ import pytest
 
 from diffusion_infill.bench import replay
 from diffusion_infill.cli.main import main
-from diffusion_infill.engine.drafts import SOURCES
+from diffusion_infill.engine.requests import SOURCES
 
 KEYS = (
     "requests",

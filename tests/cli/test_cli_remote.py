@@ -8,9 +8,9 @@ import json
 from openai_servers import free_port
 
 from diffusion_infill.cli.main import main
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.remote.client import RemoteEngine
 from diffusion_infill.engine.remote.settings import RemoteSettings
+from diffusion_infill.engine.requests import InfillRequest
 
 SOURCE = "import os\n\n\ndef main():\n    path = os.path.abspath(\n"
 

@@ -12,8 +12,8 @@ import pytest
 
 from diffusion_infill.cli.complete import Location, LocationError
 from diffusion_infill.cli.main import SAMPLE, main
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.lsp.items import placement
 from diffusion_infill.lsp.window import MAX_LINE
 

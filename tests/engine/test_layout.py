@@ -73,10 +73,10 @@ def test_the_tokens_never_written_are_listed_in_engine_tokens_only():
 
 def test_answers_without_a_run_are_decided_in_one_module():
     # bench.calibrate counts how often document drafts are right: the numbers their estimate is made of;
-    # engine.completion.line_drafts hands the document draft to the model as one candidate to judge
+    # engine.completion.copied_lines hands the document draft to the model as one candidate to judge
     without_run = named("engine.completion.without_run")
-    assert importers("diffusion_infill.engine.completion.document_drafts") == without_run | named(
-        "bench.calibrate", "engine.completion.line_drafts"
+    assert importers("diffusion_infill.engine.completion.repeated_text") == without_run | named(
+        "bench.calibrate", "engine.completion.copied_lines"
     )
     assert importers("diffusion_infill.engine.completion.triggers") == without_run
     assert importers("diffusion_infill.engine.completion.suggestion_cache") == without_run
@@ -96,5 +96,5 @@ def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():
     listers = {name for name, path in _modules() if "AUTO_PAIR_CLOSERS =" in path.read_text(encoding="utf-8")}
     assert listers == named("engine.completion.auto_pairs")
     assert importers("diffusion_infill.engine.completion.auto_pairs") == named(
-        "engine.completion.document_drafts", "engine.completion.line_drafts", "lsp.items"
+        "engine.completion.repeated_text", "engine.completion.copied_lines", "lsp.items"
     )

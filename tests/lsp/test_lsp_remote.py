@@ -14,9 +14,9 @@ from lsp_client import Editor, apply, capabilities, start, stop
 from lsprotocol import types
 from openai_servers import SilentServer, free_port
 
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.remote.client import RemoteEngine
 from diffusion_infill.engine.remote.settings import RemoteSettings
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.lsp.settings import ServerSettings, merge, section_of
 
 PATIENT = "120"  # seconds: the success cases must not time out on a busy machine

@@ -7,8 +7,8 @@ import gc
 
 from lsprotocol.types import Position
 
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.remote.client import RemoteError
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.lsp.runs import Run, RunKey, Runs
 from diffusion_infill.lsp.worker import EngineWorker, Job
 

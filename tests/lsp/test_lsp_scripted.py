@@ -14,7 +14,7 @@ from lsprotocol import types
 from openai_servers import ScriptedServer
 from pygls.exceptions import JsonRpcException
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.repair import markdown_rules
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -114,8 +114,8 @@ async def test_no_item_breaks_closure(session, editor, case):
         assert inserted.endswith(closers)
         inserted = inserted.removesuffix(closers)
     assert inserted and reply.startswith(inserted) and inserted != reply, f"{case}: {inserted!r} of {reply!r}"
-    grammar = closure.language_for_id(language)
-    assert closure.check(before, inserted, after, grammar).valid, f"{case}: {inserted!r} breaks closure"
+    grammar = syntax_check.language_for_id(language)
+    assert syntax_check.check(before, inserted, after, grammar).valid, f"{case}: {inserted!r} breaks closure"
     assert final_of(session, uri, 1, position).text == inserted
 
 

@@ -18,7 +18,7 @@ from lsprotocol import types
 from processes import appears
 from pygls.exceptions import JsonRpcException
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.training.probes import held_out_line_cases
 from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND
 
@@ -74,7 +74,7 @@ async def test_items_are_returned_on_held_out_code(session, editor):
         answer = await editor.request(uri, position, invoked=True)
         for item in answer:
             inserted = insertion(item, case.prefix + case.suffix, len(case.prefix))
-            assert inserted and closure.check(case.prefix, inserted, case.suffix, "python").valid
+            assert inserted and syntax_check.check(case.prefix, inserted, case.suffix, "python").valid
             assert item.range.start == position and item.command.command == ACCEPT_COMMAND
         answered += bool(answer)
     assert answered, f"none of {ITEM_CASES} held-out cursors got an item"

@@ -1,5 +1,5 @@
 """Automatic requests answered without a completion run, through the real server process:
-drafts from the document itself (diffusion_infill.engine.completion.document_drafts) and requests right after a
+drafts from the document itself (diffusion_infill.engine.completion.repeated_text) and requests right after a
 character that rarely starts an accepted completion (diffusion_infill.engine.completion.triggers).
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every

@@ -20,8 +20,8 @@ from raw_server import HANG_S, RawServer, frame, start_server
 from diffusion_infill.engine.completion import infill
 from diffusion_infill.engine.completion.infill import PrefixCache
 from diffusion_infill.engine.completion.prefix import encode_context
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, Job
 

@@ -18,7 +18,7 @@ from diffusion_infill.engine.completion.prefix import encode_context
 from diffusion_infill.lsp import window
 
 MB = 2**20
-SOURCE = (Path(__file__).parents[2] / "src" / "diffusion_infill" / "engine" / "closure.py").read_text()
+SOURCE = (Path(__file__).parents[2] / "src" / "diffusion_infill" / "engine" / "syntax_check.py").read_text()
 TEN_MB = (SOURCE * (10 * MB // len(SOURCE) + 1))[: 10 * MB]
 LONG_LINE = ("values = [" + ", ".join(str(i) for i in range(20_000)))[:50_000]
 # What an editor shows for a binary file: undecodable bytes as U+FFFD, NULs and control characters kept.

@@ -16,7 +16,7 @@ import pytest
 from lsprotocol.types import Position
 from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
 
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.worker import EngineWorker

@@ -14,7 +14,7 @@ reported excerpts, which the fit never saw: the precision/coverage curve, plotte
     python -m diffusion_infill.bench.calibrate --write --plot docs/img/confidence.png
 
 With `--drafts` it counts instead, at the same places, how often the document's own draft
-(engine.document_drafts) is right, per kind of draft: the counts its estimate is made of.
+(engine.completion.repeated_text) is right, per kind of draft: the counts its estimate is made of.
 
 Prints one JSON object on the last line of stdout.
 """
@@ -30,7 +30,7 @@ import torch
 
 from diffusion_infill.bench.compare import BASELINE_MODEL
 from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, asked, excerpts
-from diffusion_infill.engine.completion import document_drafts
+from diffusion_infill.engine.completion import repeated_text
 from diffusion_infill.engine.completion.confidence import Calibration, Evidence, fit
 from diffusion_infill.engine.factory import create_engine, load_any
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
@@ -54,9 +54,9 @@ def draft_counts(pieces: list[Excerpt]) -> dict[str, tuple[int, int]]:
     """Per kind of document draft: (accepted whole, offered) at every place the replay asks."""
     counts: dict[str, tuple[int, int]] = {}
     for request, upcoming in asked(pieces):
-        draft = document_drafts.offer(request)
+        draft = repeated_text.offer(request)
         if draft is not None:
-            kind = document_drafts.kind(draft, request.prefix)
+            kind = repeated_text.kind(draft, request.prefix)
             accepted, offered = counts.get(kind, (0, 0))
             counts[kind] = (accepted + upcoming.startswith(draft.text), offered + 1)
     return counts

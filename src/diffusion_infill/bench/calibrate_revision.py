@@ -1,7 +1,7 @@
 """Fits the gate of judged line drafts (diffusion_infill.engine.completion.judge) of a checkpoint.
 
 At every place diffusion_infill.bench.replay asks on the tuning excerpts (held-out files the replay
-does not report), the lines copied from the code (engine.completion.line_drafts) are judged by
+does not report), the lines copied from the code (engine.completion.copied_lines) are judged by
 the model, as the engine does; each judged text is a row, accepted when the file's next
 characters begin with it. A logistic model of acceptance on the judged text's features
 (judge.FEATURES) is fitted on them. The threshold is the lowest at which the best-judged text
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, asked, excerpts
-from diffusion_infill.engine.completion import judge, line_drafts
+from diffusion_infill.engine.completion import copied_lines, judge
 from diffusion_infill.engine.completion.confidence import Calibration, fit_values
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.loading import EMBEDDED_MODEL, load
@@ -43,7 +43,7 @@ def places(engine: InfillEngine, pieces: list[Excerpt]) -> list[list[dict]]:
     whether the file goes on with it."""
     found = []
     for request, upcoming in asked(pieces):
-        candidates = line_drafts.candidates(request)
+        candidates = copied_lines.candidates(request)
         judged = judge.judge(engine, request, candidates) if candidates else []
         if judged:
             found.append(
@@ -67,7 +67,7 @@ def rule_counts(pieces: list[Excerpt]) -> dict:
         if not upcoming.split("\n", 1)[0].strip():
             continue
         counts["places"] += 1
-        found = line_drafts.candidates(request)
+        found = copied_lines.candidates(request)
         right = [upcoming.startswith(c.text) for c in found]
         for rule in {c.rule for c in found} | {"all"}:
             row = counts.setdefault(rule, dict.fromkeys(("first", "first_right", "offered", "some_right"), 0))

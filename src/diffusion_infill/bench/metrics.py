@@ -9,9 +9,9 @@ import statistics
 import time
 from dataclasses import asdict
 
-from diffusion_infill.engine import closure
-from diffusion_infill.engine.completion import line_drafts
-from diffusion_infill.engine.drafts import REVISED, InfillRequest
+from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine.completion import copied_lines
+from diffusion_infill.engine.requests import REVISED, InfillRequest
 
 CLOSERS = ")]}\"'"
 
@@ -60,7 +60,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "expected": case.expected,
         "exact": draft.text.strip() == case.expected.strip(),
         "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
-        "valid": closure.check(case.prefix, draft.text, case.suffix, "python").valid,
+        "valid": syntax_check.check(case.prefix, draft.text, case.suffix, "python").valid,
         "cut": bool(draft.evidence and draft.evidence.cut),  # the closure check cut the text short
         "duplicated_closer": duplicated_closer(draft.text, case.suffix, case.expected),
         "forward_passes": passes,
@@ -70,7 +70,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         # baseline's every pass writes a token and none follows its END
         "pass_counts": asdict(draft.passes) if draft.passes else None,
         "source": draft.source,
-        "drafted": bool(line_drafts.candidates(request)),  # some line of the code could be copied here
+        "drafted": bool(copied_lines.candidates(request)),  # some line of the code could be copied here
         "prefill_ms": draft.prefill_ms,
         "first_draft_ms": first * 1000,
         "step_ms": [step * 1000 for step in steps],

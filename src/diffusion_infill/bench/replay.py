@@ -32,7 +32,7 @@ version says step 0: no denoising step ran), `answered_without_run` (no final `i
 at all: the server ran nothing, diffusion_infill.engine.completion.without_run), `shown_by_source` and
 `accepted_by_source` (the suggestions shown, and those accepted whole, by where the final
 `infill/draft` says they came from: the model's run, the document's draft, or the rest of a
-shown suggestion typed along; diffusion_infill.engine.drafts.SOURCES), `flashed_drafts` (drafts the client
+shown suggestion typed along; diffusion_infill.engine.requests.SOURCES), `flashed_drafts` (drafts the client
 painted that the answer then withdrew: text that appeared and went without a key pressed; the editors
 paint no draft by default, `--show-drafts` paints each as they do when asked to), and more. Both the
 diffusion engine and the autoregressive baseline run through the same server, one after the other, on
@@ -64,7 +64,7 @@ from diffusion_infill.bench.lsp_latency import end_position, start_server
 from diffusion_infill.bench.metrics import percentile
 from diffusion_infill.bench.typing_burst import cpu_seconds
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.drafts import MODEL, SOURCES, InfillRequest
+from diffusion_infill.engine.requests import MODEL, SOURCES, InfillRequest
 from diffusion_infill.engine.training.corpus import Document, stdlib_files
 from diffusion_infill.lsp.window import bounded
 

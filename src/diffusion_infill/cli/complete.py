@@ -19,8 +19,8 @@ from diffusion_infill.cli.models import (
     load_model,
     start_torch,
 )
-from diffusion_infill.engine import closure
-from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.window import around
 
 DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
@@ -89,7 +89,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
     from diffusion_infill.engine.completion.confidence import clears_gate
 
     prefix, suffix = location.split(text)
-    language = closure.language_for_path(str(location.path))
+    language = syntax_check.language_for_path(str(location.path))
     request = InfillRequest(prefix, suffix, language, invoked=True)
     live = sys.stdout.isatty() and not as_json
     line_start = prefix.rsplit("\n", 1)[-1]
@@ -111,7 +111,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
         if live:
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
-    valid = closure.check(prefix, final.text, suffix, language).valid
+    valid = syntax_check.check(prefix, final.text, suffix, language).valid
     printed = clears_gate(final.confidence, min_confidence or 0.0)
     shown_text = final.text if printed else ""
     threshold = gate_threshold(engine, min_confidence)
@@ -130,7 +130,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             "confidence": None if final.confidence is None else round(final.confidence, 4),
             "shown": clears_gate(final.confidence, threshold),
             "threshold": threshold,
-            "source": final.source,  # engine.drafts.SOURCES: the model's run, or a copied line it judged
+            "source": final.source,  # engine.requests.SOURCES: the model's run, or a copied line it judged
         }
         print(json.dumps(result))
         return 0

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from diffusion_infill.cli.inputs import CliError, device_name, dtype_name, positive_float, positive_int
 from diffusion_infill.engine.checkpoint import QUANTIZE, ModelLoadError, model_problem, quantize_problem
-from diffusion_infill.engine.drafts import MODES
+from diffusion_infill.engine.requests import MODES
 
 if TYPE_CHECKING:
     from diffusion_infill.engine.loading import LoadedModel

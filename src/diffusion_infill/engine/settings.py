@@ -16,7 +16,7 @@ class EngineSettings:
     # so most never grow; a much shorter gap grows so often that it costs more passes than it saves
     # (what 16 measured against 8, 12 and 24: docs/performance.md, "A canvas sized to the request").
     first_gap_tokens: int | None = 16
-    mode: str = "auto"  # engine.drafts.MODES: "single-line", "multi-line", or "auto": multi-line on an empty line
+    mode: str = "auto"  # engine.requests.MODES: "single-line", "multi-line", or "auto": multi-line on an empty line
     # One line wanted, mask noise: stop once the revealed slots hold a newline. Revealed slots keep
     # their tokens, so the line is final; later passes would decide only what the cut drops.
     stop_at_line_end: bool = True

@@ -29,7 +29,7 @@ from lsprotocol.types import Position
 
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
-from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.worker import EngineWorker, Job
 
 

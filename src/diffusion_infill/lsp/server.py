@@ -25,9 +25,9 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp import actions, diagnostics
 from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.framing import Frames

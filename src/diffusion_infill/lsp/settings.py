@@ -9,8 +9,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from diffusion_infill.engine.checkpoint import QUANTIZE
-from diffusion_infill.engine.drafts import MODES
 from diffusion_infill.engine.remote.settings import FORMATS, RemoteSettings
+from diffusion_infill.engine.requests import MODES
 from diffusion_infill.engine.settings import EngineSettings
 
 SECTION = "diffusionInfill"
@@ -39,8 +39,8 @@ class ServerSettings:
     # threshold fitted with the checkpoint (its confidence.json; diffusion_infill.bench.calibrate chooses the
     # one that saves most typing per wrong suggestion shown); without one, everything.
     min_confidence: float | None = None
-    # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.document_drafts),
-    # and lines copied from the code that the model judges (engine.completion.line_drafts, judge)
+    # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.repeated_text),
+    # and lines copied from the code that the model judges (engine.completion.copied_lines, judge)
     document_drafts: bool = True
     # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
     quiet_after: str | None = None  # None: the characters calibrated with the checkpoint

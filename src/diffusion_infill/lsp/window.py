@@ -4,7 +4,7 @@
 The model reads far less than this (a checkpoint's `max_prefix` tokens, about 1,000
 characters for the embedded model, and a few tokens after the cursor); the rest is for
 the closure check, which parses what it is given on every candidate, and keeps the last
-32 parses (diffusion_infill.engine.closure): on a whole 10 MB file that is seconds per check and hundreds
+32 parses (diffusion_infill.engine.syntax_check): on a whole 10 MB file that is seconds per check and hundreds
 of megabytes. A window that starts inside a string or comment is no problem for the
 check, which only asks that a candidate makes the window no worse than it was.
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, TypeVar
 from diffusion_infill.engine.checkpoint import ModelLoadError, local_directory
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.distinct import distinct_samples
-from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import RemoteSettings
 from diffusion_infill.engine.repair.fixes import Fixer
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 if TYPE_CHECKING:

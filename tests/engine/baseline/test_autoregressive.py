@@ -12,7 +12,7 @@ from transformers.generation.candidate_generator import PromptLookupCandidateGen
 
 from diffusion_infill.engine.baseline.autoregressive import AutoregressiveEngine, FimSpec, fim_prompt, prompt_lookup
 from diffusion_infill.engine.completion.prefix import encode_context
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 CLOSURE_CASES = [

@@ -11,7 +11,7 @@ import torch
 
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, clears_gate, evidence, fit
 from diffusion_infill.engine.completion.infill import InfillEngine
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 

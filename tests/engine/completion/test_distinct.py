@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diffusion_infill.engine.completion.distinct import REDRAWS_PER_ITEM, distinct_samples
-from diffusion_infill.engine.drafts import Draft
+from diffusion_infill.engine.requests import Draft
 
 
 def drawing(*texts: str):

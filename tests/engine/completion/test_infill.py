@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings, save_tuning
 from diffusion_infill.engine.completion.infill import Draft, InfillEngine, InfillRequest, PrefixCache
@@ -222,14 +222,14 @@ def test_final_draft_never_breaks_closure(tiny_loaded, prefix, suffix, mode):
     final = complete(engine_for(tiny_loaded, mode=mode), prefix, suffix)[-1]
 
     assert final.final
-    assert closure.check(prefix, final.text, suffix, "python").valid
+    assert syntax_check.check(prefix, final.text, suffix, "python").valid
 
 
 @pytest.mark.parametrize(("prefix", "suffix"), CLOSURE_CASES)
 def test_final_draft_never_breaks_closure_even_without_repair_rounds(tiny_loaded, prefix, suffix):
     final = complete(engine_for(tiny_loaded, mode="multi-line", repair_rounds=0), prefix, suffix)[-1]
 
-    assert closure.check(prefix, final.text, suffix, "python").valid
+    assert syntax_check.check(prefix, final.text, suffix, "python").valid
 
 
 def test_repair_rounds_continue_the_step_count(tiny_loaded):
@@ -288,7 +288,7 @@ def test_a_repair_round_noises_the_bad_slots_with_the_checkpoints_own_noise(tiny
 def test_brackets_only_check_when_the_language_is_unknown(tiny_loaded):
     final = complete(engine_for(tiny_loaded, mode="multi-line"), "f(a, [", "])\n", language=None)[-1]
 
-    assert closure.check("f(a, [", final.text, "])\n", None).valid
+    assert syntax_check.check("f(a, [", final.text, "])\n", None).valid
 
 
 # Single-line and multi-line
@@ -395,7 +395,7 @@ def test_warm_start_from_a_previous_draft_completes(tiny_loaded):
     drafts = complete(engine, "print(", ")\n", start_text=previous or "x")
 
     assert drafts[-1].final
-    assert closure.check("print(", drafts[-1].text, ")\n", "python").valid
+    assert syntax_check.check("print(", drafts[-1].text, ")\n", "python").valid
 
 
 def test_warm_start_inside_a_word_completes(tiny_loaded):

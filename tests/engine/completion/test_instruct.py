@@ -11,8 +11,8 @@ import pytest
 from diffusion_infill.engine.completion.chat_prompt import answer_text
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.instruct import InstructEngine
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.factory import create_engine
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 CHAT_TEMPLATE = (

@@ -7,10 +7,10 @@ import torch
 
 from diffusion_infill.engine.completion import judge
 from diffusion_infill.engine.completion.confidence import Calibration
+from diffusion_infill.engine.completion.copied_lines import Candidate
 from diffusion_infill.engine.completion.infill import InfillEngine
-from diffusion_infill.engine.completion.line_drafts import Candidate
 from diffusion_infill.engine.completion.sampler import DenoiseSettings
-from diffusion_infill.engine.drafts import MODEL, REVISED, InfillRequest
+from diffusion_infill.engine.requests import MODEL, REVISED, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 PREFIX = "total = sum(a)\nprint(total)\ntotal = su"

@@ -4,7 +4,7 @@ answered without the model."""
 from __future__ import annotations
 
 from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
-from diffusion_infill.engine.drafts import DOCUMENT, TYPED_ALONG, InfillRequest
+from diffusion_infill.engine.requests import DOCUMENT, TYPED_ALONG, InfillRequest
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():

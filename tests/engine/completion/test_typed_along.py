@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from diffusion_infill.engine.completion.typed_along import rest
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 OFFERED = InfillRequest("x = le", "\n", "python")
 

@@ -7,7 +7,7 @@ from samples import RESETTING as CLASS  # the draft `self.items` gets is estimat
 
 from diffusion_infill.engine.completion.suggestion_cache import Suggestion
 from diffusion_infill.engine.completion.without_run import Answer, Asked, WithoutRun
-from diffusion_infill.engine.drafts import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.engine.requests import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
 
 TYPING = Asked(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
 

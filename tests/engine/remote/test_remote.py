@@ -14,9 +14,8 @@ import pytest
 from openai_servers import SilentServer, free_port
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.baseline.autoregressive import FIM_TOKENS
-from diffusion_infill.engine.drafts import InfillRequest
 from diffusion_infill.engine.remote.client import (
     RemoteEngine,
     RemoteError,
@@ -27,6 +26,7 @@ from diffusion_infill.engine.remote.client import (
 from diffusion_infill.engine.remote.settings import Credentials, RemoteSettings, api_key
 from diffusion_infill.engine.repair.fixes import Fixer, Surroundings
 from diffusion_infill.engine.repair.spans import Span
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("
@@ -72,7 +72,7 @@ def test_fim_drafts_stream_then_one_closure_valid_final(fim_engine):
     assert [d.step for d in drafts[:-1]] == list(range(1, len(drafts)))
     texts = [d.text for d in drafts[:-1]]
     assert all(later.startswith(earlier) for earlier, later in zip(texts, texts[1:], strict=False))
-    assert drafts[-1].text and closure.check(PREFIX, drafts[-1].text, "\n", "python").valid
+    assert drafts[-1].text and syntax_check.check(PREFIX, drafts[-1].text, "\n", "python").valid
 
 
 def test_the_fim_answer_is_the_served_models_greedy_middle(openai_server, fim_engine):

@@ -26,7 +26,7 @@ from diffusion_infill.engine.completion.confidence import Calibration, assess
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.devices import pick_device
-from diffusion_infill.engine.drafts import Draft, InfillRequest
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.streaming import Cancelled, stream_from_thread
 from diffusion_infill.engine.tokens import BOS, END, FIM_TOKENS, PAD, never_written

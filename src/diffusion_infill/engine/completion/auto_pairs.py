@@ -2,7 +2,7 @@
 
 Whatever follows the cursor on its line, when it is only such closers, is the editor's and not
 the user's: the server's items cover it (diffusion_infill.lsp.items) and a document draft may end
-with it (diffusion_infill.engine.completion.document_drafts). One rule for both.
+with it (diffusion_infill.engine.completion.repeated_text). One rule for both.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 CURSOR = "<CURSOR>"
 INSTRUCTION = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from diffusion_infill.engine.drafts import Draft
+from diffusion_infill.engine.requests import Draft
 
 REDRAWS_PER_ITEM = 2  # extra draws allowed for each item wanted beyond the first one offered
 

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field, replace
 import torch
 from transformers.cache_utils import DynamicCache
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion import canvas as canvas_layout
-from diffusion_infill.engine.completion import judge, line_drafts
+from diffusion_infill.engine.completion import copied_lines, judge
 from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, assess
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.completion.sampler import PassLog, SlotBan, SlotVocabulary, Step, denoise
-from diffusion_infill.engine.drafts import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
+from diffusion_infill.engine.requests import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 
@@ -135,7 +135,7 @@ class InfillEngine:
         the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
 
         A single-line request first has the model judge lines copied from the code
-        (engine.completion.line_drafts); the best one is the answer when its calibrated estimate
+        (engine.completion.copied_lines); the best one is the answer when its calibrated estimate
         clears the revision calibration's threshold, and denoising starts otherwise.
         """
         if start_text is None and (judged := self.judged_draft(request)) is not None:
@@ -231,19 +231,19 @@ class InfillEngine:
         run.chosen.grow(run.gap)
         return True
 
-    def _check(self, run: _Completion) -> closure.ClosureReport:
+    def _check(self, run: _Completion) -> syntax_check.ClosureReport:
         """The last pass's insertion and whether it keeps closure. Slots still masked at the step
         limit take their argmax: a guess, but the best one."""
         run.tokens = canvas_layout.insertion(run.last.argmax[0].tolist(), run.gap, self.loaded.ids)
         run.text = self._text(run.tokens, run.context, run.request)
-        return closure.check(run.request.prefix, run.text, run.request.suffix, run.request.language)
+        return syntax_check.check(run.request.prefix, run.text, run.request.suffix, run.request.language)
 
-    def _repair_round(self, run: _Completion, report: closure.ClosureReport) -> None:
+    def _repair_round(self, run: _Completion, report: syntax_check.ClosureReport) -> None:
         """The draft re-noised from the slot that breaks closure, for a shorter pass on this canvas."""
         run.start = self._renoise_from(run.last.argmax, run.layout, run.context, report.first_bad_offset())
         run.denoise = self.settings.repair_settings()
 
-    def _answer(self, run: _Completion, report: closure.ClosureReport) -> Draft:
+    def _answer(self, run: _Completion, report: syntax_check.ClosureReport) -> Draft:
         """The final draft: the insertion when it keeps closure, else its longest valid prefix, with
         its evidence and (when the checkpoint is calibrated) its confidence."""
         cut = not report.valid
@@ -274,7 +274,7 @@ class InfillEngine:
             or self.settings.multi_line(request.prefix)
         ):
             return None
-        candidates = line_drafts.candidates(request, request.others)
+        candidates = copied_lines.candidates(request, request.others)
         if not candidates:
             return None
         judged = judge.judge(self, request, candidates)
@@ -284,7 +284,7 @@ class InfillEngine:
         chance, best = max(chances, key=lambda pair: pair[0])
         if chance < self.revision.threshold:
             return None
-        if not closure.check(request.prefix, best.text, request.suffix, request.language).valid:
+        if not syntax_check.check(request.prefix, best.text, request.suffix, request.language).valid:
             return None
         return Draft(best.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
 

@@ -4,8 +4,8 @@ wanted, and the final cut that keeps closure."""
 
 from __future__ import annotations
 
-from diffusion_infill.engine import closure
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 
 
@@ -22,4 +22,4 @@ def longest_valid(tokenizer, tokens: list[int], healed: str, settings: EngineSet
         insertion_text(tokenizer, tokens[:count], healed, settings, request.prefix)
         for count in range(len(tokens), 0, -1)
     )
-    return closure.first_valid(request.prefix, cuts, request.suffix, request.language)
+    return syntax_check.first_valid(request.prefix, cuts, request.suffix, request.language)

@@ -11,10 +11,10 @@ import torch
 from transformers.generation.streamers import BaseStreamer
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSamplerConfig
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion.chat_prompt import answer_text, instruction
-from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.loading import LoadedModel
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.streaming import Cancelled, stream_from_thread
 
@@ -84,6 +84,6 @@ class InstructEngine:
             yield Draft(text, step, 0.0, final=False)
         if cancelled():
             return
-        if not closure.check(request.prefix, text, request.suffix, request.language).valid:
-            text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        if not syntax_check.check(request.prefix, text, request.suffix, request.language).valid:
+            text = syntax_check.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
         yield Draft(text, step, 0.0, final=True, valid=True)

@@ -1,4 +1,4 @@
-"""The model judges candidates copied from the code (engine.completion.line_drafts), all in one
+"""The model judges candidates copied from the code (engine.completion.copied_lines), all in one
 decoder pass.
 
 Each candidate is laid on the completion canvas whole: its tokens, END, PAD to the gap's end,
@@ -21,10 +21,10 @@ import torch
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.line_drafts import Candidate
+from diffusion_infill.engine.completion.copied_lines import Candidate
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.completion.sampler import softcapped_logits
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 FLOOR = -10.0  # the lowest log-probability a token is given
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from diffusion_infill.engine.completion import typed_along
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.drafts import MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.engine.requests import MODEL, TYPED_ALONG, InfillRequest
 
 CACHE_SIZE = 32  # contexts kept, across documents
 
@@ -24,7 +24,7 @@ CACHE_SIZE = 32  # contexts kept, across documents
 class Suggestion:
     text: str
     confidence: float | None  # the estimate the engine gave the whole completion
-    source: str = MODEL  # engine.drafts.SOURCES: a model's completion, a document draft, or a rest typed along
+    source: str = MODEL  # engine.requests.SOURCES: a model's completion, a document draft, or a rest typed along
     steps: int = 0  # decoder steps of the run that wrote it (0: no model step wrote it, a document draft)
 
 

@@ -10,7 +10,7 @@ closure as the whole did. The suggestion cache answers with that rest
 
 from __future__ import annotations
 
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 
 def rest(offered_at: InfillRequest, completion: str, now: InfillRequest) -> str | None:

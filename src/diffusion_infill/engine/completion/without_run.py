@@ -6,7 +6,7 @@ In order, for a request:
 1. the suggestion cache (diffusion_infill.engine.completion.suggestion_cache): the same context again gets the
    completion kept for it; a shown suggestion typed along (diffusion_infill.engine.completion.typed_along)
    gets its rest;
-2. the document's draft (diffusion_infill.engine.completion.document_drafts), for a single-item request that may
+2. the document's draft (diffusion_infill.engine.completion.repeated_text), for a single-item request that may
    have one, when its estimate clears the threshold and the model is calibrated: only then do
    the model's completions have estimates on the same scale, and an uncalibrated model (a real
    DiffusionGemma, a server's model) is taken to know better than a repetition;
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion import document_drafts, triggers
+from diffusion_infill.engine.completion import repeated_text, triggers
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
-from diffusion_infill.engine.drafts import DOCUMENT, InfillRequest
+from diffusion_infill.engine.requests import DOCUMENT, InfillRequest
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,10 @@ class WithoutRun:
 
     def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""
-        draft = document_drafts.offer(request)
+        draft = repeated_text.offer(request)
         if draft is None:
             return None
-        found = Suggestion(draft.text, document_drafts.estimate(draft, request.prefix), DOCUMENT)
+        found = Suggestion(draft.text, repeated_text.estimate(draft, request.prefix), DOCUMENT)
         if not clears_gate(found.confidence, threshold):
             return None
         self.cache.store(request, found)

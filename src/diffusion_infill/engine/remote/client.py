@@ -31,12 +31,12 @@ from typing import Any
 
 import openai
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion.chat_prompt import CONTEXT_CHARS, answer_text, instruction
-from diffusion_infill.engine.drafts import Draft, InfillRequest
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import RemoteSettings
 from diffusion_infill.engine.repair.spans import Span, merge
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.engine.streaming import Cancelled
 from diffusion_infill.engine.tokens import never_written_texts
@@ -248,8 +248,8 @@ class RemoteEngine:
             yield Draft(text, step, 0.0, final=False)
             if text != answer and chosen != "diffusion":
                 break  # one line was wanted and it has ended: the rest is not read (the request is closed)
-        if not closure.check(request.prefix, text, request.suffix, request.language).valid:
-            text = closure.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
+        if not syntax_check.check(request.prefix, text, request.suffix, request.language).valid:
+            text = syntax_check.longest_valid_prefix(request.prefix, text, request.suffix, request.language)
         yield Draft(text, step, 0.0, final=True, valid=True)
 
     def _answer(self, chosen: str, raw: str, request: InfillRequest) -> str:

@@ -28,7 +28,7 @@ from functools import cache
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.repair import jsonfix, markdown_rules
 from diffusion_infill.engine.repair.diff import Diff, diff
 from diffusion_infill.engine.repair.spans import Span
@@ -351,7 +351,7 @@ class Fixer:
             if (
                 candidate.text.strip()
                 and candidate.text != text
-                and closure.check(around.before, candidate.text, around.after, around.language).valid
+                and syntax_check.check(around.before, candidate.text, around.after, around.language).valid
             ):
                 return FixResult(candidate.text, True, source="diffusion", tried=len(candidates))
         if not candidates:

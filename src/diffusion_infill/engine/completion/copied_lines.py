@@ -9,7 +9,7 @@ by itself), the candidates for the rest of the line are:
 - `analogous`: the line after an earlier line that looks like the line before the cursor
   (`def count_lines` then `return len(self.lines)`), with the identifiers that differ between
   those two lines swapped (`lines` -> `words`) when the cursor's line starts like it;
-- `document`: the document's own draft (engine.completion.document_drafts: the first tokens that
+- `document`: the document's own draft (engine.completion.repeated_text: the first tokens that
   every earlier place of the last few tokens goes on with).
 
 Each candidate says how many earlier lines give the same text (`agree`). Work per request is
@@ -22,9 +22,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion import document_drafts
+from diffusion_infill.engine.completion import repeated_text
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -63,7 +63,7 @@ def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = M
         return []  # a new line's indentation: nothing of it to match yet
     lines = before.split("\n")[-MAX_LINES:]
     found = list(_same(head, lines)) + list(_analogous(head, lines))
-    draft = document_drafts.document_draft(request.prefix)
+    draft = repeated_text.document_draft(request.prefix)
     if draft is not None:
         found.append(_Found(draft.text, "document", draft.matched_tokens, 1))
     for other in others:

@@ -1,5 +1,5 @@
 """The closure check on real files of the languages tree-sitter-language-pack brings
-(closure_files/SOURCES.md says where each comes from).
+(syntax_check_files/SOURCES.md says where each comes from).
 
 At random cursors (diffusion_infill.bench.closure_languages): the real rest of a line passes,
 and a closer typed again while the suffix still holds it is cut, exactly before that closer.
@@ -16,7 +16,7 @@ import pytest
 
 from diffusion_infill.bench.closure_languages import measure
 
-FILES = Path(__file__).parent / "closure_files"
+FILES = Path(__file__).parent / "syntax_check_files"
 POSITIONS = 60
 # language: (file, retyped closers the file has at POSITIONS, of them cut exactly, as measured)
 REAL_FILES = {

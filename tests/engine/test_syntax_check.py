@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from diffusion_infill.engine import closure
-from diffusion_infill.engine.closure import (
+from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine.syntax_check import (
     LANGUAGES,
     ClosureReport,
     Problem,
@@ -77,7 +77,7 @@ def test_language_for_path_is_none_for_unknown_files(path):
 
 
 def test_every_file_name_names_a_checked_language():
-    assert set(closure._FILES) <= set(LANGUAGES)
+    assert set(syntax_check._FILES) <= set(LANGUAGES)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_language_for_id_is_none_for_unknown_ids(language_id):
 
 
 def test_every_language_id_names_a_checked_language():
-    assert set(closure._LANGUAGE_IDS.values()) <= set(LANGUAGES)
+    assert set(syntax_check._LANGUAGE_IDS.values()) <= set(LANGUAGES)
 
 
 def test_the_pack_brings_the_languages_a_real_model_completes():
@@ -454,7 +454,7 @@ def test_shell_case_patterns_end_in_a_lone_parenthesis_that_pairs_with_nothing()
 def test_every_language_checks_without_hanging():
     """A parse cannot be interrupted, so a grammar that never returns would stop the engine for good."""
     code = (
-        "from diffusion_infill.engine.closure import LANGUAGES, check\n"
+        "from diffusion_infill.engine.syntax_check import LANGUAGES, check\n"
         "for language in LANGUAGES:\n"
         "    check('f(x', '))\\n\"a', ')\\n', language)\n"
     )

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # diffusion_infill.engine.completion.sampler imports torch; drafts stay importable without it
+if TYPE_CHECKING:  # diffusion_infill.engine.completion.sampler imports torch; requests stay importable without it
     from diffusion_infill.engine.completion.confidence import Evidence
     from diffusion_infill.engine.completion.sampler import PassCounts
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 # Where a final completion comes from: a model's run, the document's own draft
-# (engine.completion.document_drafts), the rest of a shown one typed along (engine.completion.typed_along),
+# (engine.completion.repeated_text), the rest of a shown one typed along (engine.completion.typed_along),
 # or a line copied from the code that the model judged and perhaps edited (engine.completion.judge)
 MODEL, DOCUMENT, TYPED_ALONG, REVISED = "model", "document", "typed_along", "revised"
 SOURCES = (MODEL, DOCUMENT, TYPED_ALONG, REVISED)

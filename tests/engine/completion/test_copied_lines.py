@@ -1,7 +1,7 @@
-"""Specification of the whole-line candidates copied from the code (diffusion_infill.engine.completion.line_drafts)."""
+"""Specification of the whole-line candidates copied from the code (diffusion_infill.engine.completion.copied_lines)."""
 
-from diffusion_infill.engine.completion.line_drafts import MAX_CHARS, candidates
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.completion.copied_lines import MAX_CHARS, candidates
+from diffusion_infill.engine.requests import InfillRequest
 
 
 def texts(prefix, suffix="", others=()):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from diffusion_infill.engine import closure
+from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.requests import InfillRequest
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD_REST = re.compile(r"\w*")
@@ -144,7 +144,7 @@ def offer(request: InfillRequest) -> DocumentDraft | None:
     if draft is None:
         return None
     before, after = request.prefix[-CHECK_BEFORE:], request.suffix[:CHECK_AFTER]
-    return draft if closure.check(before, draft.text, after, request.language).valid else None
+    return draft if syntax_check.check(before, draft.text, after, request.language).valid else None
 
 
 def _before_closers(draft: DocumentDraft, closers: str) -> DocumentDraft | None:

@@ -1,11 +1,11 @@
-"""engine.completion.document_drafts: what followed the same tokens earlier in the file, offered at the cursor."""
+"""engine.completion.repeated_text: what followed the same tokens earlier in the file, offered at the cursor."""
 
 from __future__ import annotations
 
 from samples import BOX as CLASS
 
-from diffusion_infill.engine.completion.document_drafts import DocumentDraft, document_draft, estimate, kind, offer
-from diffusion_infill.engine.drafts import InfillRequest
+from diffusion_infill.engine.completion.repeated_text import DocumentDraft, document_draft, estimate, kind, offer
+from diffusion_infill.engine.requests import InfillRequest
 
 
 def test_the_tokens_after_the_same_tokens_earlier_are_the_draft():
@@ -85,16 +85,16 @@ def test_a_long_line_before_the_last_tokens_changes_nothing():
 def test_the_closure_check_of_a_draft_reads_a_few_thousand_characters_around_the_cursor(monkeypatch):
     """The server offers drafts on its event loop at every keystroke: parsing the whole 40,000-character
     window cost 30-66 ms there, so the check reads CHECK_BEFORE and CHECK_AFTER characters of it."""
-    from diffusion_infill.engine import closure
-    from diffusion_infill.engine.completion import document_drafts
+    from diffusion_infill.engine import syntax_check
+    from diffusion_infill.engine.completion import repeated_text
 
-    parsed, check = [], closure.check
+    parsed, check = [], syntax_check.check
 
     def recording(prefix: str, candidate: str, suffix: str, language: str | None):
         parsed.append((len(prefix), len(suffix)))
         return check(prefix, candidate, suffix, language)
 
-    monkeypatch.setattr(closure, "check", recording)
+    monkeypatch.setattr(syntax_check, "check", recording)
     filler = "def f(a):\n    return a + 1\n\n" * 1_500  # 40,000 characters before the class
     assert offer(InfillRequest(filler + CLASS + "        self.count", "\n" + filler, "python")).text == " = 0"
-    assert parsed == [(document_drafts.CHECK_BEFORE, document_drafts.CHECK_AFTER)]
+    assert parsed == [(repeated_text.CHECK_BEFORE, repeated_text.CHECK_AFTER)]
