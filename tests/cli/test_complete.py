@@ -14,8 +14,8 @@ from diffusion_infill.cli.complete import Location, LocationError
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.requests import InfillRequest
-from diffusion_infill.lsp.items import placement
-from diffusion_infill.lsp.window import MAX_LINE
+from diffusion_infill.lsp.completion.items import placement
+from diffusion_infill.lsp.text.window import MAX_LINE
 
 JSON_KEYS = {"text", "steps", "drafts", "timings_ms", "valid", "confidence", "shown", "threshold", "source"}
 CALIBRATED_THRESHOLD = json.loads((EMBEDDED_MODEL / "confidence.json").read_text())["threshold"]

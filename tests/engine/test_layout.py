@@ -80,7 +80,7 @@ def test_answers_without_a_run_are_decided_in_one_module():
     )
     assert importers("diffusion_infill.engine.completion.triggers") == without_run
     assert importers("diffusion_infill.engine.completion.suggestion_cache") == without_run
-    assert "diffusion_infill.lsp.runs" in importers("diffusion_infill.engine.completion.without_run")
+    assert "diffusion_infill.lsp.completion.runs" in importers("diffusion_infill.engine.completion.without_run")
 
 
 def test_typing_along_is_decided_in_one_module():
@@ -96,5 +96,5 @@ def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():
     listers = {name for name, path in _modules() if "AUTO_PAIR_CLOSERS =" in path.read_text(encoding="utf-8")}
     assert listers == named("engine.completion.auto_pairs")
     assert importers("diffusion_infill.engine.completion.auto_pairs") == named(
-        "engine.completion.repeated_text", "engine.completion.copied_lines", "lsp.items"
+        "engine.completion.repeated_text", "engine.completion.copied_lines", "lsp.completion.items"
     )

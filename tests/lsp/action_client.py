@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable
 
 from commands import serve_command
-from lsp_client import Editor, capabilities, start
 from lsprotocol import types
 
-from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.text.positions import Lines
+from tests.lsp.lsp_client import Editor, capabilities, start
 
 FIX_JSON, FIX_MARKDOWN, REGENERATE = "Fix JSON selection", "Fix Markdown selection", "Regenerate selection"
 COMPLETE_TABLE = "Complete table"

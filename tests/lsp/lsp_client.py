@@ -14,8 +14,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
-from diffusion_infill.lsp import pygls_internals
-from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.text.positions import Lines
+from diffusion_infill.lsp.transport import pygls_internals
 
 DRAFT = "infill/draft"
 STATUS = "infill/status"

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities, start, stop
 from lsprotocol import types
 from openai_servers import ScriptedServer
 from pygls.exceptions import JsonRpcException
+
+from tests.lsp.lsp_client import Editor, capabilities, start, stop
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

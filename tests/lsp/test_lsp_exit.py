@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities
 from lsprotocol import types
 from processes import WORKER, appears, children, running
 from pygls.lsp.client import LanguageClient
 
 from diffusion_infill.bench.big import broken_json_line
+from tests.lsp.lsp_client import Editor, capabilities
 
 # Every record damaged, just under the size limit for JSON diagnostics: computing them keeps the
 # diagnostics process busy for seconds (about 5 on the project's 2-core machine); an exit that

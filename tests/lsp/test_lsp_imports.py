@@ -30,8 +30,8 @@ def imported_modules(path: Path) -> set[str]:
 
 def package_graph(package: str) -> dict[str, set[str]]:
     modules = {
-        f"diffusion_infill.{package}.{path.stem}": path
-        for path in (PACKAGE / package).glob("*.py")
+        ".".join(("diffusion_infill", *path.relative_to(PACKAGE).with_suffix("").parts)): path
+        for path in (PACKAGE / package).rglob("*.py")
         if path.stem != "__init__"
     }
     return {name: imported_modules(path) & set(modules) for name, path in modules.items()}
@@ -39,7 +39,8 @@ def package_graph(package: str) -> dict[str, set[str]]:
 
 def test_lsp_modules_import_each_other_without_a_circle():
     graph = package_graph("lsp")
-    assert {f"diffusion_infill.lsp.{name}" for name in ("server", "actions", "diagnostics")} <= set(graph)
+    named = {f"diffusion_infill.lsp.{name}" for name in ("server", "fixes.actions", "diagnostics.publisher")}
+    assert named <= set(graph)
     try:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as error:
@@ -74,7 +75,7 @@ def test_settings_modules_import_no_model_stack(module):
 def test_the_server_imports_the_model_stack_only_to_load_a_model():
     """The server answers `initialize`, diagnostics, code actions' rules and document drafts before
     torch, transformers (seconds) and the OpenAI client are imported: the engine thread imports them
-    when it loads a model or connects to a server (lsp.worker)."""
+    when it loads a model or connects to a server (lsp.completion.worker)."""
     assert heavy_imports("diffusion_infill.lsp.server") == []
 
 

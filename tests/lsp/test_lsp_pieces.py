@@ -11,10 +11,10 @@ import pytest
 from lsprotocol.types import Command, Position
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
-from diffusion_infill.lsp.items import items, placement
-from diffusion_infill.lsp.positions import UTF16, Lines
+from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.telemetry import Telemetry, accept_command
 from diffusion_infill.lsp.settings import ServerSettings, initialization_section, merge, section_of
-from diffusion_infill.lsp.telemetry import Telemetry, accept_command
+from diffusion_infill.lsp.text.positions import UTF16, Lines
 
 COMMAND = Command(title="t", command="c")
 
@@ -161,7 +161,7 @@ def test_two_servers_on_one_telemetry_file_keep_both_counts(tmp_path):
 def test_servers_writing_at_the_same_time_lose_no_count(tmp_path):
     path, each = tmp_path / "acceptance.json", 150
     script = (
-        "import sys; from pathlib import Path; from diffusion_infill.lsp.telemetry import Telemetry; "
+        "import sys; from pathlib import Path; from diffusion_infill.lsp.completion.telemetry import Telemetry; "
         f"t = Telemetry(Path(sys.argv[1])); [t.offered('automatic', 1) for _ in range({each})]; t.flush()"
     )
     writers = [subprocess.Popen([sys.executable, "-c", script, str(path)]) for _ in range(2)]
@@ -186,7 +186,7 @@ def test_a_held_telemetry_lock_defers_the_save_and_a_stale_one_is_broken(tmp_pat
 
 
 def test_the_other_open_documents_of_a_language_are_the_lines_a_completion_may_copy():
-    from diffusion_infill.lsp.documents import Documents
+    from diffusion_infill.lsp.text.documents import Documents
 
     documents = Documents()
     here = documents.open("file:///a.py", "python", 1, "x = 1\n")

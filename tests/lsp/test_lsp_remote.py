@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from action_client import REGENERATE, action_capabilities, code_actions, span
 from commands import serve_command
-from lsp_client import Editor, apply, capabilities, start, stop
 from lsprotocol import types
 from openai_servers import SilentServer, free_port
 
@@ -18,6 +16,8 @@ from diffusion_infill.engine.remote.client import RemoteEngine
 from diffusion_infill.engine.remote.settings import RemoteSettings
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.lsp.settings import ServerSettings, merge, section_of
+from tests.lsp.action_client import REGENERATE, action_capabilities, code_actions, span
+from tests.lsp.lsp_client import Editor, apply, capabilities, start, stop
 
 PATIENT = "120"  # seconds: the success cases must not time out on a busy machine
 PREFIX = "import os\n\n\ndef main():\n    path = os.path.abspath("

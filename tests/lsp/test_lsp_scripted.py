@@ -7,15 +7,15 @@ the code actions' edits (tests on the embedded model cannot: it may write nothin
 from __future__ import annotations
 
 import pytest
-from action_client import COMPLETE_TABLE, REGENERATE, action_capabilities, applied, code_actions, span, titled
 from commands import serve_command
-from lsp_client import Editor, apply, final_of, start, stop
 from lsprotocol import types
 from openai_servers import ScriptedServer
 from pygls.exceptions import JsonRpcException
 
 from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.repair import markdown_rules
+from tests.lsp.action_client import COMPLETE_TABLE, REGENERATE, action_capabilities, applied, code_actions, span, titled
+from tests.lsp.lsp_client import Editor, apply, final_of, start, stop
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -13,14 +13,14 @@ import json
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, apply, capabilities, final_of, send_raw, start, stop
 from lsprotocol import types
 from processes import appears
 from pygls.exceptions import JsonRpcException
 
 from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.training.probes import held_out_line_cases
-from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND
+from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND
+from tests.lsp.lsp_client import Editor, apply, capabilities, final_of, send_raw, start, stop
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -12,12 +12,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from action_client import FIX_JSON, FIX_MARKDOWN, code_actions, open_diagnosed, titled
-from lsp_client import Editor, capabilities, start, stop
 from lsprotocol import types
 
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND
+from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND
+from tests.lsp.action_client import FIX_JSON, FIX_MARKDOWN, code_actions, open_diagnosed, titled
+from tests.lsp.lsp_client import Editor, capabilities, start, stop
 
 # The CLI, with asyncio's threshold for a slow callback lowered from 100 ms and the server's
 # stderr (where asyncio logs them) in the file SLOW_LOG names.

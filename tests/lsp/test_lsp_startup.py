@@ -11,10 +11,11 @@ import sys
 
 import pytest
 from commands import CLI, serve_command
-from lsp_client import MODEL_PATH, Editor, capabilities, recording_client, send_raw, stop
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from samples import RESETTING  # `self.items` is followed by ` = []` twice
+
+from tests.lsp.lsp_client import MODEL_PATH, Editor, capabilities, recording_client, send_raw, stop
 
 SERVER_NOT_INITIALIZED, INVALID_REQUEST = -32002, -32600
 HANG_TIMEOUT = 120  # seconds; a server that waits for the held import fails instead of hanging
@@ -68,7 +69,7 @@ async def test_initialize_and_a_document_draft_are_answered_before_the_model_sta
         gate.touch()
         ready = await asyncio.wait_for(client.statuses.first(lambda status: status.state != "loading"), HANG_TIMEOUT)
         assert ready.state == "ready", ready.message
-        assert asked.read_text().startswith("engine")  # the engine thread's name (lsp.worker)
+        assert asked.read_text().startswith("engine")  # the engine thread's name (lsp.completion.worker)
     finally:
         gate.touch()
         await stop(client)

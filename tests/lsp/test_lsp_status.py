@@ -8,8 +8,9 @@ import asyncio
 
 import pytest
 from commands import serve_command
-from lsp_client import Editor, capabilities, start, stop
 from lsprotocol import types
+
+from tests.lsp.lsp_client import Editor, capabilities, start, stop
 
 pytestmark = pytest.mark.asyncio
 

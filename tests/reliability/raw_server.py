@@ -23,7 +23,7 @@ from typing import Any
 from commands import serve_command
 
 # Two denoising steps at most: these tests count answers, not their quality. Every request
-# runs the engine: no document drafts, no quiet characters (tests/lsp/test_lsp_without_a_run.py).
+# runs the engine: no document drafts, no quiet characters (tests/lsp/completion/test_lsp_without_a_run.py).
 FAST = {"diffusionInfill": {"maxSteps": 2, "invokedItems": 2, "documentDrafts": False, "quietAfter": ""}}
 HANG_S = 120.0  # far beyond any answer here: only a hung or dead server takes this long
 _ids = itertools.count(1)

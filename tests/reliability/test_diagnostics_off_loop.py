@@ -12,7 +12,7 @@ import json
 import pytest
 from raw_server import RawServer, encode, frame, start_server
 
-from diffusion_infill.lsp.diagnostics import MAX_CHARS, MAX_JSON_CHARS
+from diffusion_infill.lsp.diagnostics.publisher import MAX_CHARS, MAX_JSON_CHARS
 
 PUBLISH = "textDocument/publishDiagnostics"
 RECORDS = json.dumps([{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(40_000)], indent=1)

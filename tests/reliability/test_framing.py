@@ -1,4 +1,4 @@
-"""diffusion_infill.lsp.framing in-process: what pygls reads from a stream that breaks the base protocol.
+"""diffusion_infill.lsp.transport.framing in-process: what pygls reads from a stream that breaks the base protocol.
 (test_fuzz_protocol drives the same reader through the real server's stdin.)"""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from diffusion_infill.lsp import framing
-from diffusion_infill.lsp.framing import Frames
+from diffusion_infill.lsp.transport import framing
+from diffusion_infill.lsp.transport.framing import Frames
 
 
 def bodies(data: bytes) -> list[bytes]:

@@ -445,7 +445,7 @@ def test_edits_out_of_range_or_stale_then_a_resync(server, canary, sync_document
 
 def test_an_edit_that_names_no_place_leaves_the_document_out_of_sync_until_the_whole_text_comes(server, canary):
     """The first change of this didChange fits, the second points inside a surrogate pair (utf-16)
-    on the line the first one moved down: neither is applied (lsp.documents, all or nothing), the
+    on the line the first one moved down: neither is applied (lsp.text.documents, all or nothing), the
     document is out of sync, and nothing is computed from it (no items, no error) until the editor
     sends the whole text; then completions answer again."""
     uri = "file:///reliability/atomic.py"

@@ -1,5 +1,5 @@
 """Large inputs through the real server: a 10 MB file, a line of 50,000 characters, a binary
-file, a frame that announces a terabyte. The engine sees a bounded window (diffusion_infill.lsp.window),
+file, a frame that announces a terabyte. The engine sees a bounded window (diffusion_infill.lsp.text.window),
 memory stays bounded, and every answer comes (HANG_S turns a hang into a failure; no test
 here measures time).
 """
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from raw_server import HANG_S, RawServer, frame, rss_bytes, start_server
 
 from diffusion_infill.engine.completion.prefix import encode_context
-from diffusion_infill.lsp import window
+from diffusion_infill.lsp.text import window
 
 MB = 2**20
 SOURCE = (Path(__file__).parents[2] / "src" / "diffusion_infill" / "engine" / "syntax_check.py").read_text()

@@ -29,7 +29,7 @@ from lsprotocol.types import Position
 from raw_server import HANG_S, RawServer, frame, start_server
 
 from diffusion_infill.cli.inputs import is_loopback
-from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.text.positions import Lines
 
 MARKER = "SECRET-51c0de-DOCUMENT-TEXT"
 HUB_ID = "diffusion-infill-tests/not-in-any-cache"

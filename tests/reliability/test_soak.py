@@ -18,8 +18,8 @@ from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
 
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
-from diffusion_infill.lsp.runs import RunKey, Runs
-from diffusion_infill.lsp.worker import EngineWorker
+from diffusion_infill.lsp.completion.runs import RunKey, Runs
+from diffusion_infill.lsp.completion.worker import EngineWorker
 
 pytestmark = pytest.mark.slow  # minutes: 2,000 requests through the real server
 

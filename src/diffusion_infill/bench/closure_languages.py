@@ -5,7 +5,7 @@
 Two kinds of cursor positions, drawn at random (--seed) from the given files of the language
 (directories are walked; --skip leaves out directories of that name; at most --per-file of
 each kind from one file), with the prefix and suffix windowed as the server windows them
-(diffusion_infill.lsp.window):
+(diffusion_infill.lsp.text.window):
 
 - a real continuation: the cursor at a random column of a non-blank line, the candidate the
   rest of that line as the file has it. Inserting it gives back the real file, so the check
@@ -37,7 +37,7 @@ from tree_sitter import Node, Parser
 
 from diffusion_infill.cli.inputs import positive_int
 from diffusion_infill.engine import syntax_check
-from diffusion_infill.lsp.window import around
+from diffusion_infill.lsp.text.window import around
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _MAX_FILE_BYTES = 1_000_000  # generated tables, not code anyone completes

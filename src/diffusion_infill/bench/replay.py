@@ -66,7 +66,7 @@ from diffusion_infill.bench.typing_burst import cpu_seconds
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.requests import MODEL, SOURCES, InfillRequest
 from diffusion_infill.engine.training.corpus import Document, stdlib_files
-from diffusion_infill.lsp.window import bounded
+from diffusion_infill.lsp.text.window import bounded
 
 DEBOUNCE_MS = 75  # clients/nvim config.lua's default
 PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown (--pause-ms)

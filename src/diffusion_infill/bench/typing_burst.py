@@ -2,7 +2,7 @@
 
 An editor asks for an inline completion after every keystroke and does not wait for the
 answer. The server answers a request `[]` as soon as an edit or a newer request makes it
-stale and stops its run at the engine's next step (diffusion_infill.lsp.runs), so most of the burst's work
+stale and stops its run at the engine's next step (diffusion_infill.lsp.completion.runs), so most of the burst's work
 should be thrown away early. This measures how much is thrown away.
 
 Method, per held-out case (diffusion_infill.bench.heldout's cases, in order, skipping those with fewer
@@ -29,7 +29,7 @@ randomness of sampling).
 
 Steps are counted by the server, not inferred from notifications: `infill/draft` is sent
 only for the first sample's changed drafts and never for a superseded run's late steps.
-diffusion_infill.lsp.worker keeps, on its engine thread, the decoder passes of every completion job it
+diffusion_infill.lsp.completion.worker keeps, on its engine thread, the decoder passes of every completion job it
 ran (Draft.step of the last draft each engine call yielded, so a run cancelled midway
 counts the steps it did run; a job cancelled before it started counts 0) and logs a
 debug line after each job with running totals. The server runs with `-v` and this
@@ -76,7 +76,7 @@ from diffusion_infill.engine.training.probes import Probe, held_out_line_cases
 
 KEYSTROKES = 30
 INTERVAL_MS = 40
-TOTALS = re.compile(r"totals: (\d+) steps in (\d+) completions")  # lsp.worker's debug line after every job
+TOTALS = re.compile(r"totals: (\d+) steps in (\d+) completions")  # lsp.completion.worker's debug line after every job
 SETTLE_S = 120.0  # waiting for the engine's log after the answers; generous, the machine may be busy
 ANSWERS_S = 600.0  # waiting for a phase's answers
 OUTCOMES = ("answered_items", "answered_empty", "superseded", "errors")  # what a burst request gets
@@ -90,7 +90,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 class EngineLog:
-    """Follows the server's stderr for diffusion_infill.lsp.worker's running totals. It also keeps the pipe
+    """Follows the server's stderr for diffusion_infill.lsp.completion.worker's running totals. It also keeps the pipe
     drained: with `-v` the server logs every message, and a full pipe would block it."""
 
     def __init__(self) -> None:

@@ -21,7 +21,7 @@ from diffusion_infill.cli.models import (
 )
 from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.requests import Draft, InfillRequest
-from diffusion_infill.lsp.window import around
+from diffusion_infill.lsp.text.window import around
 
 DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
 SAVE_CURSOR, RESTORE_AND_CLEAR = "\0337", "\0338\033[J"  # as transformers' TextDiffusionStreamer
@@ -47,7 +47,7 @@ class Location:
 
     def split(self, text: str) -> tuple[str, str]:
         """(prefix, suffix) of `text` at this location: the window the server would give the engine
-        (lsp.window), so a 20 MB file or a 3 MB line is completed as a small file is, with no copy of
+        (lsp.text.window), so a 20 MB file or a 3 MB line is completed as a small file is, with no copy of
         either beyond the one read."""
         offset = self.offset(text)
         return around(text, offset, offset)

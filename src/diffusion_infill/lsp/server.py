@@ -1,12 +1,12 @@
 """The language server: LSP 3.18 inline completion from the diffusion engine, with the
 converging drafts streamed as `infill/draft` notifications; code actions that fix or
-regenerate a selection (lsp.actions) and diagnostics for JSON and Markdown (lsp.diagnostics,
+regenerate a selection (lsp.fixes.actions) and diagnostics for JSON and Markdown (lsp.diagnostics.publisher,
 computed in a process of their own).
 
-Handlers only translate: protocol in (lsp.documents, lsp.positions, lsp.settings),
-engine call (lsp.runs on lsp.worker's thread), protocol out (lsp.items). Model loading
+Handlers only translate: protocol in (lsp.text.documents, lsp.text.positions, lsp.settings),
+engine call (lsp.completion.runs on lsp.completion.worker's thread), protocol out (lsp.completion.items). Model loading
 starts with `initialize`, so that request is answered at once; its progress is reported
-once the client is `initialized`. Nothing here imports the model stack (lsp.worker's thread
+once the client is `initialized`. Nothing here imports the model stack (lsp.completion.worker's thread
 does), so the server answers before torch is imported.
 """
 
@@ -28,20 +28,21 @@ from pygls.lsp.server import LanguageServer
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
-from diffusion_infill.lsp import actions, diagnostics
-from diffusion_infill.lsp.documents import Document, Documents, OutOfSync, UnknownDocument
-from diffusion_infill.lsp.framing import Frames
-from diffusion_infill.lsp.items import items, placement
+from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.runs import RunKey, Runs
+from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
+from diffusion_infill.lsp.completion.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
+from diffusion_infill.lsp.diagnostics import publisher
+from diffusion_infill.lsp.fixes import actions
+from diffusion_infill.lsp.fixes.repairs import Repairs
 from diffusion_infill.lsp.languages import closure_language
-from diffusion_infill.lsp.positions import UTF16, PositionError
-from diffusion_infill.lsp.protocol import InfillProtocol
-from diffusion_infill.lsp.repairs import Repairs
-from diffusion_infill.lsp.runs import RunKey, Runs
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
-from diffusion_infill.lsp.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from diffusion_infill.lsp.window import ModelText, around
-from diffusion_infill.lsp.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
+from diffusion_infill.lsp.text.documents import Document, Documents, OutOfSync, UnknownDocument
+from diffusion_infill.lsp.text.positions import UTF16, PositionError
+from diffusion_infill.lsp.text.window import ModelText, around
+from diffusion_infill.lsp.transport.framing import Frames
+from diffusion_infill.lsp.transport.protocol import InfillProtocol
 
 DRAFT_NOTIFICATION = "infill/draft"
 TRIGGERS = {
@@ -80,7 +81,7 @@ class InfillServer(LanguageServer):
         self.runs = Runs(self.worker, self.publish_draft)
         self.fixes = actions.FixResults()  # code-action results per document version and target
         self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
-        self.diagnostics = diagnostics.Publisher(self)
+        self.diagnostics = publisher.Publisher(self)
         self.telemetry = Telemetry(options.telemetry)
         self.loading: Future[LoadOutcome] | None = None
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
@@ -189,7 +190,7 @@ class InfillServer(LanguageServer):
             self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
-        # pygls trusts stdin's framing; one broken frame would lose every later message (diffusion_infill.lsp.framing).
+        # pygls trusts stdin's framing; one broken frame would lose every later message (lsp.transport.framing).
         super().start_io(Frames(stdin or sys.stdin.buffer), stdout)
 
     def report_server_error(self, error: Exception, source) -> None:
@@ -212,7 +213,7 @@ def _closure_language(document: Document) -> str | None:
 
 
 def _tracked(ls: InfillServer, uri: str) -> bool:
-    """Whether the server's copy of an open document is the editor's text (lsp.documents.OutOfSync)."""
+    """Whether the server's copy of an open document is the editor's text (lsp.text.documents.OutOfSync)."""
     try:
         return ls.documents.get(uri).in_sync
     except UnknownDocument as error:
@@ -423,7 +424,7 @@ def shutdown(ls: InfillServer, params: Any) -> None:
 def exit_now(ls: InfillServer, params: Any) -> None:
     """exit: ends the process now. Python's own exit would first wait for the engine thread, which may
     be seconds into a model load; nothing it does needs finishing (the acceptance counts not yet written are,
-    here). The diagnostics and repairs processes end themselves once the server is gone (lsp.diagnosis_process)."""
+    here). The diagnostics and repairs processes end themselves once the server is gone (lsp.diagnostics.process)."""
     ls.telemetry.flush()
     logging.shutdown()
     sys.stdout.flush()

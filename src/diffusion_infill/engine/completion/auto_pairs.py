@@ -1,7 +1,7 @@
 """Closers an editor types by itself: typing `(` in VS Code gives `()` with the cursor between.
 
 Whatever follows the cursor on its line, when it is only such closers, is the editor's and not
-the user's: the server's items cover it (diffusion_infill.lsp.items) and a document draft may end
+the user's: the server's items cover it (diffusion_infill.lsp.completion.items) and a document draft may end
 with it (diffusion_infill.engine.completion.repeated_text). One rule for both.
 """
 

@@ -1,0 +1,56 @@
+"""Where a completion goes in the document, and the inline completion items that put it there.
+
+Two cases change what the engine sees and what an item replaces:
+- a selected entry in the editor's completion menu (`selectedCompletionInfo`): the
+  completion must extend that entry's text and replace the same range, so the engine
+  completes after the entry's text as if it were already inserted;
+- the rest of the line is only closers the editor auto-paired (`foo(|)`): the item's
+  range covers them and its text ends with them, so accepting never leaves `foo(x))`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsprotocol.types import Command, InlineCompletionItem, Range
+
+from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
+from diffusion_infill.lsp.text.positions import Lines
+from diffusion_infill.lsp.text.rope import Rope
+from diffusion_infill.lsp.text.window import around
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The text around the gap and the span an item replaces, as offsets into the document."""
+
+    prefix: str  # what the engine sees before the gap (bounded: lsp.text.window)
+    suffix: str  # what the engine sees after the gap
+    start: int  # where an item's range starts: the cursor, or the selected entry's start
+    end: int  # where it ends: after the cursor, the selected entry, and any auto-paired closers
+    lead: str  # text every item starts with: the selected entry's text
+    trail: str  # text every item ends with: the auto-paired closers its range covers
+
+    def insert_text(self, completion: str) -> str:
+        return self.lead + completion + self.trail
+
+
+def placement(text: str | Rope, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:
+    """Where a completion at `cursor` goes; `selected` is the menu entry (start, end, text). The prefix
+    and suffix are the bounded window (lsp.text.window)."""
+    start, end, lead = cursor, cursor, ""
+    if selected is not None:
+        start, end, lead = selected[0], max(selected[1], cursor), selected[2]
+    prefix, suffix = around(text, start, end, lead)
+    trail = auto_paired_closers(suffix, 0)
+    return Placement(prefix=prefix, suffix=suffix, start=start, end=end + len(trail), lead=lead, trail=trail)
+
+
+def items(
+    completions: list[str], where: Placement, lines: Lines, encoding: str, command: Command
+) -> list[InlineCompletionItem]:
+    """One item per distinct non-empty completion, in order (the first is the best)."""
+    # The range is always given: without one, some clients replace the word before the cursor.
+    span = Range(start=lines.position(where.start, encoding), end=lines.position(where.end, encoding))
+    distinct = [text for text in dict.fromkeys(completions) if text]
+    return [InlineCompletionItem(insert_text=where.insert_text(text), range=span, command=command) for text in distinct]

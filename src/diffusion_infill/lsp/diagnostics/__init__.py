@@ -1,0 +1,1 @@
+"""publishDiagnostics for JSON and Markdown documents, computed in a worker process of their own."""

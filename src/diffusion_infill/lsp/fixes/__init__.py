@@ -1,0 +1,1 @@
+"""Code actions: Fix JSON / Fix Markdown, Complete table and Regenerate selection, the repairs' worker process."""
