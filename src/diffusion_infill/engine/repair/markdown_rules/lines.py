@@ -117,6 +117,8 @@ def _closing_prefix(opening: re.Match) -> str:
 
 def _closes(fence: str, line: str) -> bool:
     """Whether a line closes the open `fence`: same character, at least as long, nothing after."""
+    if fence[:3] not in line:
+        return False  # most lines of code hold no fence's marker
     match = _FENCE.match(line)
     return (
         match is not None
@@ -197,6 +199,8 @@ def _html_start(line: str, after_blank: bool) -> str | None:
 
 def _blank(line: str) -> bool:
     """Blank, or blank inside its block quote."""
+    if ">" not in line:
+        return not line.strip()  # most lines are in no block quote: no match to run
     return not line[_QUOTE_PREFIX.match(line).end() :].strip()
 
 
