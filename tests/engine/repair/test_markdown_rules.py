@@ -248,3 +248,27 @@ def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_ma
     # once a round for every fence closed: 9 more reads of the whole text; each round fixes from the reading
     # its problems were found in: the text, then after the fences are closed, then after the other fixes
     assert counts == [3, 3]
+
+
+def _chained_fences(count: int) -> str:
+    """`count` list items whose fence lost its closing line: each swallows the opening line of the item's
+    second fence; in a list item, closing one may change how the lines after it read, so each takes a round."""
+    item = "- step {i}\n\n  ```python\n  print({i})\n\n  ```sh\n  run {i}\n  ```\n\n"
+    return "".join(item.format(i=i) for i in range(count))
+
+
+def test_fences_closed_a_round_each_are_checked_for_the_other_rules_once_they_are_all_closed(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import rules
+
+    checks = []
+    real = rules._unbalanced_lines
+    monkeypatch.setattr(rules, "_unbalanced_lines", lambda *args: checks.append(1) or real(*args))
+    counts = []
+    for count in (3, 12):
+        checks.clear()
+        fixed = fix(_chained_fences(count))
+        assert problems(fixed) == [] and fixed.count("  ```\n") == 2 * count
+        counts.append(len(checks))
+    # the text once its fences are closed (nothing else is broken) and this test's `problems`; once a round
+    # before (5 and 14)
+    assert counts == [2, 2]

@@ -20,7 +20,7 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _list_marker,
     _opening,
 )
-from diffusion_infill.engine.repair.markdown_rules.rules import SWALLOWED, Problem, Reading, read
+from diffusion_infill.engine.repair.markdown_rules.rules import Problem, Reading, read
 from diffusion_infill.engine.repair.markdown_rules.tables import _padded_rows
 
 _SHELL = re.compile(
@@ -51,9 +51,11 @@ def fixed(text: str, reading: Reading | None = None) -> tuple[str, list[Problem]
         return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n"), None
     rounds = refenced = 0
     reading = read(text) if reading is None else reading
-    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and reading.problems:
+    # a text with fences that swallow the next one's opening line is not checked for other problems: they
+    # are fixed once those fences are closed (a chain of them takes a round each, up to MAX_REFENCED)
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and (reading.swallowed or reading.problems):
         closed = 0
-        if any(problem.message == SWALLOWED for problem in reading.problems):
+        if reading.swallowed:
             text, closed = _refenced(reading, MAX_REFENCED - refenced)
         if not closed:
             text = _fix_once(reading)
