@@ -232,22 +232,32 @@ def _cut_fences(count: int) -> str:
     return "".join(section.format(i=i) for i in range(count))
 
 
-def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
-    from diffusion_infill.engine.repair.markdown_rules import fixing, lines, rules
+def _calls_while_fixed(monkeypatch, name: str, modules: tuple, texts: list[str], closers: str) -> list[int]:
+    """How often the markdown_rules function `name` runs (where `modules` call it) while each text is fixed
+    and checked; each fixed text has no problem left, and a `closers` line for each of its two fences a part."""
+    from diffusion_infill.engine.repair.markdown_rules import lines, rules
 
-    reads = []
-    real = lines._lines
-    for module in (fixing, rules):  # wherever the text could be read (`rules.read` reads it)
-        monkeypatch.setattr(module, "_lines", lambda text: reads.append(len(text)) or real(text), raising=False)
+    calls = []
+    real = getattr(lines, name, None) or getattr(rules, name)
+    for module in modules:
+        monkeypatch.setattr(module, name, lambda *args: calls.append(1) or real(*args), raising=False)
     counts = []
-    for count in (3, 12):
-        reads.clear()
-        fixed = fix(_cut_fences(count))
-        assert problems(fixed) == [] and fixed.count("```\n") == 2 * count
-        counts.append(len(reads))
+    for text in texts:
+        calls.clear()
+        fixed = fix(text)
+        assert problems(fixed) == [] and fixed.count(closers) == 2 * text.count("```python")
+        counts.append(len(calls))
+    return counts
+
+
+def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, rules
+
+    # wherever the text could be read (`rules.read` reads it)
+    reads = _calls_while_fixed(monkeypatch, "_lines", (fixing, rules), [_cut_fences(3), _cut_fences(12)], "```\n")
     # once a round for every fence closed: 9 more reads of the whole text; each round fixes from the reading
     # its problems were found in: the text, then after the fences are closed, then after the other fixes
-    assert counts == [3, 3]
+    assert reads == [3, 3]
 
 
 def _chained_fences(count: int) -> str:
@@ -260,15 +270,8 @@ def _chained_fences(count: int) -> str:
 def test_fences_closed_a_round_each_are_checked_for_the_other_rules_once_they_are_all_closed(monkeypatch):
     from diffusion_infill.engine.repair.markdown_rules import rules
 
-    checks = []
-    real = rules._unbalanced_lines
-    monkeypatch.setattr(rules, "_unbalanced_lines", lambda *args: checks.append(1) or real(*args))
-    counts = []
-    for count in (3, 12):
-        checks.clear()
-        fixed = fix(_chained_fences(count))
-        assert problems(fixed) == [] and fixed.count("  ```\n") == 2 * count
-        counts.append(len(checks))
+    texts = [_chained_fences(3), _chained_fences(12)]
+    checks = _calls_while_fixed(monkeypatch, "_unbalanced_lines", (rules,), texts, "  ```\n")
     # the text once its fences are closed (nothing else is broken) and this test's `problems`; once a round
     # before (5 and 14)
-    assert counts == [2, 2]
+    assert checks == [2, 2]
