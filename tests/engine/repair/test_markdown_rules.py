@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from diffusion_infill.engine.repair.markdown_rules import Outline, cells, code_blocks, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
@@ -275,3 +277,23 @@ def test_fences_closed_a_round_each_are_checked_for_the_other_rules_once_they_ar
     # the text once its fences are closed (nothing else is broken) and this test's `problems`; once a round
     # before (5 and 14)
     assert checks == [2, 2]
+
+
+QUOTED_FENCES = (
+    "Intro\n\n> ```python\n> print(1)\n>\n> ```sh\n> run\n> ```\n\n"
+    "- item\n\n  > ```js\n  > f()\n  >\n  > ```sh\n  > go\n  > ```\n\n"
+    "> - step\n>\n>   ```python\n>   print(2)\n>\n>   ```sh\n>   run\n>   ```\n> - next\n>\n>   text\n"
+)
+
+
+@pytest.mark.parametrize("text", [_chained_fences(4), _cut_fences(4), QUOTED_FENCES])
+def test_a_reading_started_again_at_the_first_fence_closed_reads_as_a_new_one(text):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, rules
+
+    reading = rules.read(text)
+    while reading.swallowed:
+        closed, _, first = fixing._refenced(reading, 1)
+        resumed, anew = rules.read(closed, reading, first), rules.read(closed)
+        assert resumed.lines == anew.lines and resumed.problems == anew.problems
+        assert all(old is new for old, new in zip(reading.lines[:first], resumed.lines, strict=False))
+        reading = resumed

@@ -54,22 +54,24 @@ def fixed(text: str, reading: Reading | None = None) -> tuple[str, list[Problem]
     # a text with fences that swallow the next one's opening line is not checked for other problems: they
     # are fixed once those fences are closed (a chain of them takes a round each, up to MAX_REFENCED)
     while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and (reading.swallowed or reading.problems):
-        closed = 0
         if reading.swallowed:
-            text, closed = _refenced(reading, MAX_REFENCED - refenced)
-        if not closed:
+            text, closed, first = _refenced(reading, MAX_REFENCED - refenced)
+            refenced += closed
+            reading = read(text, reading, first)  # read again from the first fence closed
+        else:
             text = _fix_once(reading)
-        rounds, refenced = rounds + (not closed), refenced + closed
-        reading = read(text)
+            rounds += 1
+            reading = read(text)
     return text, reading.problems
 
 
-def _refenced(reading: Reading, limit: int) -> tuple[str, int]:
-    """`text` with fences that swallow the next one's opening line closed, and how many: the first, then
-    each next one while closing the one before changed nothing past the line that closed it (a fence at
-    the top level, no other fence or HTML line from its code's end to that line, which closes the
-    opening it swallowed too): the text rounds closing one fence each and reading the whole text anew
-    would write, in one reading. Every other fix waits for the next round (the fences pair up anew)."""
+def _refenced(reading: Reading, limit: int) -> tuple[str, int, int]:
+    """The text with fences that swallow the next one's opening line closed, how many, and the line the
+    first of them opens on (the lines before it stay as they were). The first, then each next one while
+    closing the one before changed nothing past the line that closed it (a fence at the top level, no
+    other fence or HTML line from its code's end to that line, which closes the opening it swallowed
+    too): the text rounds closing one fence each and reading the whole text anew would write, in one
+    reading. Every other fix waits for the next round (the fences pair up anew)."""
     lines = reading.lines
     index_of = {line.start: index for index, line in enumerate(lines)}
     closers: dict[int, str] = {}  # line index -> the closing fence to write after it
@@ -81,7 +83,7 @@ def _refenced(reading: Reading, limit: int) -> tuple[str, int]:
         if len(closers) == limit or not _closing_changes_nothing_after(lines, end, stop, match.group(1)):
             break
     out = "\n".join(line.text + ("\n" + closers[index] if index in closers else "") for index, line in enumerate(lines))
-    return out, len(closers)
+    return out, len(closers), index_of[reading.swallowed[0][0].start]
 
 
 def _closing_changes_nothing_after(lines: list[_Line], end: int, inner: int, prefix: str) -> bool:

@@ -38,6 +38,16 @@ _ORDERED = re.compile(r"^(\s*)(\d{1,9})([.)])(\s+)(?=\S)")
 _HORIZONTAL_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 
 
+@dataclass(frozen=True)
+class _Before:
+    """What the reader knew before a line that opens a fence (no fence or HTML block was open): a text
+    the same up to that line can be read again from there."""
+
+    previous_blank: bool
+    items: tuple[int, ...]  # content indents of the list items open
+    depth: int  # block quotes
+
+
 @dataclass(slots=True)  # not frozen: a frozen one takes 4 times as long to make, and 2 MB is 78,000 lines
 class _Line:
     start: int  # offset of the line's first character
@@ -45,6 +55,7 @@ class _Line:
     in_code: bool  # inside a fenced or indented code block (or an HTML block), fences included
     fence: str = ""  # "open" or "close" for a fence line
     closes_at: str = ""  # the last line of a fence its container (quote, list item) ended: the closing line it lacks
+    before: _Before | None = None  # for a fence's opening line
 
 
 @dataclass
@@ -128,14 +139,20 @@ def _closes(fence: str, line: str) -> bool:
     )
 
 
-def _lines(text: str) -> list[_Line]:
+def _lines(text: str, unchanged: list[_Line] | None = None, at: int = 0) -> list[_Line]:
     """The lines, each marked when it is code, as CommonMark reads them: in a fence (which ends at
     its closing line or where the block quote or list item it was opened in ends), in an
     indented code block (four columns past the list item's content, after a blank line), or
-    in an HTML block (which runs to a blank line and swallows fences written inside it)."""
+    in an HTML block (which runs to a blank line and swallows fences written inside it).
+    `unchanged`: the lines of a text the same as `text` up to its line `at`, which opens a fence: those
+    before it serve again, and the reading starts there."""
     lines: list[_Line] = []
     offset, reading, html, previous_blank, items, depth = 0, None, None, True, [], 0
-    for raw in text.split("\n"):
+    if unchanged is not None:
+        lines, offset, before = unchanged[:at], unchanged[at].start, unchanged[at].before
+        previous_blank, items, depth = before.previous_blank, list(before.items), before.depth
+    for raw in text[offset:].split("\n"):
+        top_items, top_depth, before = items, depth, None  # the reader's state before the line
         inner, line_depth = _inner(raw), _depth(raw)
         indent, blank = _indent(inner), not inner.strip()
         if reading is not None and (
@@ -172,6 +189,7 @@ def _lines(text: str) -> list[_Line]:
             ):
                 code = True  # an indented code block
             elif match and indent - own <= 3:
+                before = _Before(previous_blank, tuple(top_items), top_depth)
                 if match.re is _ITEM_FENCE:  # the fence is the item's first block: its lines are indented as it is
                     items.append(_content_indent(inner))
                     own = items[-1]
@@ -180,7 +198,7 @@ def _lines(text: str) -> list[_Line]:
             elif marker:
                 items.append(_content_indent(inner))
         previous_blank = blank
-        lines.append(_Line(offset, raw, code or kind == "close", kind))
+        lines.append(_Line(offset, raw, code or kind == "close", kind, "", before))
         offset += len(raw) + 1
     return lines
 

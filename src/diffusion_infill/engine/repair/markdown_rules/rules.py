@@ -232,8 +232,10 @@ class Reading:
         return _problems(self)
 
 
-def read(text: str) -> Reading:
-    return Reading(text, _lines(text))
+def read(text: str, unchanged: Reading | None = None, at: int = 0) -> Reading:
+    """`text` read. `unchanged`: a reading of a text the same as `text` up to its line `at`, which opens a
+    fence: the lines before it serve again."""
+    return Reading(text, _lines(text) if unchanged is None else _lines(text, unchanged.lines, at))
 
 
 def problems(text: str) -> list[Problem]:
