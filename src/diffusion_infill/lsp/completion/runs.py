@@ -30,7 +30,8 @@ from lsprotocol.types import Position
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.without_run import Answer, Asked, Suggestion, WithoutRun
 from diffusion_infill.engine.requests import Draft, InfillRequest
-from diffusion_infill.lsp.completion.worker import EngineWorker, Job
+from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.worker import EngineWorker
 
 
 @dataclass(frozen=True)
