@@ -11,7 +11,7 @@ import itertools
 import re
 
 import pytest
-from nvim_driver import Nvim, start_nvim
+from nvim_driver import PLUGIN, Nvim, start_nvim
 
 CODE = """import os
 
@@ -49,6 +49,19 @@ def native(model_dir, tmp_path_factory):
     if not editor.lua("return vim.lsp.inline_completion ~= nil"):
         editor.close()
         pytest.skip("this Neovim has no vim.lsp.inline_completion (0.12+)")
+    yield editor
+    editor.close()
+
+
+@pytest.fixture(scope="module")
+def public_only(model_dir, tmp_path_factory):
+    """Native mode as on a Neovim release whose inline completion internals the plugin does not
+    know (0.13 and later): 0.12 with that knowledge switched off."""
+    editor = start_nvim(model_dir, tmp_path_factory.mktemp("telemetry") / "t.json", native=True)
+    if not editor.lua("return vim.lsp.inline_completion ~= nil"):
+        editor.close()
+        pytest.skip("this Neovim has no vim.lsp.inline_completion (0.12+)")
+    editor.lua("require('diffusion_infill.compat').knows_completor = false")
     yield editor
     editor.close()
 
@@ -241,6 +254,83 @@ def test_native_inline_completion_draws_the_final_item_under_the_draft_overlay(n
     native.type("<Tab>")
     expected = inserted(CODE, row, col, final["text"])
     native.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
+
+
+ANSWERS_DRAWN = """
+local native = require('diffusion_infill.native')
+local buf = vim.api.nvim_get_current_buf()
+local client = vim.lsp.get_clients({ bufnr = buf, name = 'diffusion_infill' })[1]
+local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+params.context = { triggerKind = 1 }
+local drawn = 0
+--- A real request for the cursor; returns the function that hands its answer to Neovim's handler.
+local function ask()
+  local answer
+  native.request(buf, client, function() drawn = drawn + 1 end, function(handler)
+    answer = handler
+    return client:request('textDocument/inlineCompletion', params, function() end, buf)
+  end)
+  return answer
+end
+local result, ctx = { items = { { insertText = 'x' } } }, { client_id = client.id, bufnr = buf }
+local hidden = ask()
+native.hide(buf)
+hidden(nil, result, ctx) -- an answer that crossed the cancel
+ask()(nil, result, ctx)
+return drawn
+"""
+
+
+def test_an_answer_that_comes_after_the_item_was_hidden_is_not_drawn(native, tmp_path):
+    """Neovim's handler would draw it (a stale item) or, its state dropped, fail on it."""
+    open_file(native, tmp_path, auto=False)
+    insert_at(native, 11, 4)
+    assert native.lua(ANSWERS_DRAWN) == 1  # only the answer of the request not hidden
+
+
+NEOVIMS_COMPLETOR = "vim.lsp._capability.all.inline_completion.active[vim.api.nvim_get_current_buf()]"
+
+
+def test_on_an_unknown_release_native_mode_uses_only_neovims_public_functions(public_only, tmp_path):
+    """Neovim draws the item and <Tab> accepts it through vim.lsp.inline_completion.get(); the
+    dismiss key drops it by switching inline completion off and on; its completor is not patched."""
+    row, col, final, _ = first_item(public_only, tmp_path, native=True)
+    assert public_only.lua(f"return rawget({NEOVIMS_COMPLETOR}, 'show') == nil")  # drawn as Neovim draws
+    public_only.type("<Tab>")
+    expected = inserted(CODE, row, col, final["text"])
+    public_only.wait("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, true), '\\n') .. '\\n' == ...", 10, expected)
+    first_item(public_only, tmp_path, native=True)
+    public_only.type("<C-]>")
+    public_only.wait(f"#vim.api.nvim_buf_get_extmarks(0, {NATIVE_NS}, 0, -1, {{}}) == 0", 10)
+    assert public_only.lua("return vim.lsp.inline_completion.get()") is False  # nothing left to accept
+    assert public_only.lua("return vim.lsp.inline_completion.is_enabled({ bufnr = 0 })")
+
+
+def test_the_default_mode_is_native_only_on_the_release_whose_completor_the_plugin_knows(nvim):
+    modes = nvim.lua("""
+        local compat, config = require('diffusion_infill.compat'), require('diffusion_infill.config')
+        local options, knows = config.options, compat.knows_completor
+        local modes = {}
+        for _, known in ipairs({ true, false }) do
+          compat.knows_completor = known
+          modes[#modes + 1] = config.set({}).native
+          modes[#modes + 1] = config.set({ native = true }).native
+        end
+        compat.knows_completor, config.options = knows, options
+        return modes
+    """)
+    has_inline = nvim.lua("return vim.lsp.inline_completion ~= nil")
+    assert modes == [has_inline, has_inline, False, has_inline]
+
+
+def test_neovims_internals_and_version_checks_are_in_compat_lua_only():
+    """Everything that differs between Neovim releases is in one module; init.lua only refuses
+    releases before 0.10, before it loads the rest."""
+    modules = {path.name: path.read_text() for path in (PLUGIN / "lua" / "diffusion_infill").glob("*.lua")}
+    assert [name for name, text in modules.items() if "vim.lsp._capability" in text] == ["compat.lua"]
+    checks = {name: text.count("vim.fn.has('nvim-") for name, text in modules.items()}
+    assert {name: count for name, count in checks.items() if count} == {"compat.lua": 3, "init.lua": 1}
+    assert "vim.fn.has('nvim-0.10') == 0" in modules["init.lua"]
 
 
 def test_checkhealth_reports_command_model_and_status(nvim, tmp_path):

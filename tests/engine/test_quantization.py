@@ -16,12 +16,13 @@ from diffusion_infill.bench.metrics import run_case
 from diffusion_infill.bench.throughput import Shape, diffusion_model
 from diffusion_infill.engine.checkpoint import ModelLoadError, quantize_problem
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.completion.infill import InfillEngine, InfillRequest, PrefixCache
+from diffusion_infill.engine.completion.infill import InfillEngine, InfillRequest
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.loading import load
 from diffusion_infill.engine.quantization import quantize_in_place, weight_bytes
 from diffusion_infill.engine.settings import EngineSettings
 from tests.conftest import TINY_SPEC
-from tests.engine.completion.test_infill import decoder_logits, tokens
+from tests.engine.completion.test_prefix_cache import decoder_logits, tokens
 
 AGREEMENT_CASES = 16
 # what int8 stores in a byte: the layers' projections and experts, and the self-conditioning MLP

@@ -18,8 +18,8 @@ import torch
 from raw_server import HANG_S, RawServer, frame, start_server
 
 from diffusion_infill.engine.completion import infill
-from diffusion_infill.engine.completion.infill import PrefixCache
 from diffusion_infill.engine.completion.prefix import encode_context
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings

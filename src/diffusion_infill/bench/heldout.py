@@ -21,7 +21,7 @@ import torch
 
 from diffusion_infill.bench.metrics import aggregate, run_case
 from diffusion_infill.engine.completion.canvas import completion_canvas
-from diffusion_infill.engine.completion.infill import PrefixCache
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.factory import create_engine
 from diffusion_infill.engine.loading import load
 from diffusion_infill.engine.settings import EngineSettings

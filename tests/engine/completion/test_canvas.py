@@ -9,6 +9,7 @@ from diffusion_infill.engine.completion.canvas import (
     completion_canvas,
     insertion,
     settled,
+    shown,
     suffix_head,
 )
 from diffusion_infill.engine.tokens import SpecialIds
@@ -180,3 +181,10 @@ def test_every_gap_slot_is_inside_exactly_one_gap(gap_slots):
     covered = [p for gap in canvas.gaps for p in gap]
 
     assert sorted(covered) == [p for p, known in enumerate(canvas.known) if not known]
+
+
+def test_a_draft_shows_the_settled_slots_with_mask_noise_and_the_argmax_with_uniform_noise():
+    current, argmax = [10, M, 12, E], [10, 11, 12, E]
+
+    assert shown(current, argmax, range(0, 4), IDS, "mask") == [10]
+    assert shown(current, argmax, range(0, 4), IDS, "uniform") == [10, 11, 12]

@@ -14,7 +14,7 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
-from diffusion_infill.engine.completion.infill import PrefixCache
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.completion.sampler import (
     PassCounts,
     PassLog,

@@ -38,6 +38,17 @@ def test_only_the_latest_contexts_are_kept():
     assert cache.lookup(InfillRequest("v2 = ", ""), 0.5) == Suggestion("2", None)
 
 
+def test_asking_for_a_context_again_keeps_it_no_longer_than_storing_it_did():
+    """The kept completions are the ones written last: typing along looks through them newest first."""
+    cache = SuggestionCache(size=2)
+    cache.store(InfillRequest("v0 = ", ""), Suggestion("0", None))
+    cache.store(InfillRequest("v1 = ", ""), Suggestion("1", None))
+    assert cache.lookup(InfillRequest("v0 = ", ""), 0.5) == Suggestion("0", None)
+    cache.store(InfillRequest("v2 = ", ""), Suggestion("2", None))
+    assert cache.lookup(InfillRequest("v0 = ", ""), 0.5) is None
+    assert cache.lookup(InfillRequest("v1 = ", ""), 0.5) == Suggestion("1", None)
+
+
 def test_a_warm_start_types_along_a_suggestion_whether_it_was_shown_or_not():
     cache = SuggestionCache()
     cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.2, DOCUMENT))

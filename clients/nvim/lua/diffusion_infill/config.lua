@@ -1,4 +1,6 @@
 --- Defaults for require('diffusion_infill').setup(); every key is optional.
+local compat = require('diffusion_infill.compat')
+
 local M = {}
 
 M.defaults = {
@@ -30,7 +32,9 @@ M.defaults = {
   info = false, -- after a suggestion, an info line at the end of the line: steps, ms, confidence, source
   drafts = false, -- paint every converging draft (infill/draft) before the answer; the gate may withdraw them
   debounce = 75, -- ms of quiet typing before an automatic request
-  native = nil, -- nil: use vim.lsp.inline_completion for final items where it exists (0.12+)
+  -- final items drawn by vim.lsp.inline_completion (0.12+) instead of the plugin; nil: on the release
+  -- whose inline completion the plugin knows (0.12), its own ghost text elsewhere (native.lua)
+  native = nil,
   keymap = { -- insert-mode keys, buffer-local; false disables one
     accept = '<Tab>', -- falls back to a plain <Tab> when nothing is shown
     accept_word = '<M-Right>',
@@ -52,9 +56,9 @@ function M.set(opts)
     M.options.cmd = { M.options.cmd, 'serve' }
   end
   if M.options.native == nil then
-    M.options.native = vim.lsp.inline_completion ~= nil
+    M.options.native = compat.knows_completor
   end
-  M.options.native = M.options.native and vim.lsp.inline_completion ~= nil
+  M.options.native = M.options.native and compat.inline_completion ~= nil
   return M.options
 end
 

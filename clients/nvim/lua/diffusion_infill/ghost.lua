@@ -2,6 +2,7 @@
 --- config `drafts` asks for every converging draft (`infill/draft`, which the confidence gate may
 --- then withdraw: text that appears and goes without a key pressed); a request or draft is drawn
 --- only if the buffer, its changedtick and the cursor are still those it was made for.
+local compat = require('diffusion_infill.compat')
 local config = require('diffusion_infill.config')
 
 local api = vim.api
@@ -11,7 +12,6 @@ M.ns = api.nvim_create_namespace('diffusion_infill')
 M.client_name = 'diffusion_infill'
 local MARK, INFO = 1, 2 -- the extmark ids (the suggestion, its info line), reused in every buffer
 local AUTOMATIC, INVOKED = 2, 1 -- lsp.InlineCompletionTriggerKind
-local has_011 = vim.fn.has('nvim-0.11') == 1
 
 ---@class diffusion_infill.State
 ---@field shown? {row: integer, col: integer, text: string, hl: string, hint?: string} what the extmark shows
@@ -68,12 +68,7 @@ local function byte_col(buf, row, character, encoding)
   if encoding == 'utf-8' then
     col = math.min(character, #line)
   else
-    local ok, found
-    if has_011 then
-      ok, found = pcall(vim.str_byteindex, line, encoding, character, false)
-    else
-      ok, found = pcall(vim.str_byteindex, line, character, encoding == 'utf-16')
-    end
+    local ok, found = pcall(compat.str_byteindex, line, encoding, character)
     col = ok and found or #line
   end
   st.converted.cols[key] = col
@@ -193,11 +188,7 @@ local function cancel(buf)
   local req = st.request
   if req then
     st.request = nil
-    if has_011 then
-      req.client:cancel_request(req.id)
-    else
-      req.client.cancel_request(req.id)
-    end
+    compat.cancel_request(req.client, req.id)
   end
 end
 
@@ -285,12 +276,7 @@ function M.request(buf, kind)
     st.items, st.index = items, 1
     show_item(buf)
   end
-  local ok, id
-  if has_011 then
-    ok, id = client:request('textDocument/inlineCompletion', params, handler, buf)
-  else
-    ok, id = client.request('textDocument/inlineCompletion', params, handler, buf)
-  end
+  local ok, id = compat.request(client, 'textDocument/inlineCompletion', params, handler, buf)
   if ok then
     st.request = { id = id, client = client, tick = tick, cursor = pos }
   end
@@ -381,11 +367,7 @@ local function exec_accept(buf, item)
   if not (client and item.command) then
     return
   end
-  if has_011 then
-    client:exec_cmd(item.command, { bufnr = buf })
-  else
-    client.request('workspace/executeCommand', item.command, function() end, buf)
-  end
+  compat.exec_cmd(client, item.command, buf)
 end
 
 --- Replaces (row, col)-(end_row, end_col) with `text` and puts the cursor after it.

@@ -25,10 +25,12 @@ function M.check()
   local opts = config.options
   health.start('diffusion_infill')
   health.info('Neovim ' .. tostring(vim.version()))
+  local compat = require('diffusion_infill.compat')
   if opts.native then
-    health.ok('final items: vim.lsp.inline_completion (drafts drawn on top)')
+    health.ok('final items: vim.lsp.inline_completion (drafts drawn on top)'
+      .. (compat.knows_completor and '' or '; its public API only, on a release the plugin was not tested with'))
   else
-    health.ok('final items: own ghost text' .. (vim.lsp.inline_completion and ' (native = false)' or ''))
+    health.ok('final items: own ghost text' .. (compat.inline_completion and ' (native = false)' or ''))
   end
   local cmd = opts.cmd or { 'diffusion-infill', 'serve' }
   local exe = vim.fn.exepath(cmd[1])
@@ -49,7 +51,7 @@ function M.check()
   end
   for _, client in ipairs(clients) do
     local server = require('diffusion_infill').servers[client.id] or { state = 'starting' }
-    local stopped = client.is_stopped and (vim.fn.has('nvim-0.11') == 1 and client:is_stopped() or client.is_stopped())
+    local stopped = require('diffusion_infill.compat').is_stopped(client)
     local report = (stopped or server.state == 'error') and health.error or health.ok
     local pid = server_pid(cmd)
     local model = server.model and (' %s (engine %s)'):format(server.model, server.engine) or ''

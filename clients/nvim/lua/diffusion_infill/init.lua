@@ -20,8 +20,10 @@ if vim.fn.has('nvim-0.10') == 0 then
   return setmetatable({}, { __index = function() return tell end })
 end
 
+local compat = require('diffusion_infill.compat')
 local config = require('diffusion_infill.config')
 local ghost = require('diffusion_infill.ghost')
+local native = require('diffusion_infill.native')
 
 local api = vim.api
 local M = {}
@@ -37,99 +39,14 @@ local LOG_LINES = 500
 local LOG_NAME = 'diffusion-infill://log'
 local MESSAGE_TYPES = { 'ERROR', 'WARNING', 'INFO', 'LOG', 'DEBUG' } -- lsp.MessageType, from 1
 
-local function native()
+--- Whether final items are vim.lsp.inline_completion's (native.lua) rather than the plugin's own.
+local function native_mode()
   return config.options.native
 end
 
-local NATIVE_NS = api.nvim_create_namespace('nvim.lsp.inline_completion')
-
---- vim.lsp.inline_completion's state for `buf` (its "completor"). There is no public way to
---- reach it: it is found through vim.lsp._capability (0.12); nil elsewhere.
-local function native_completor(buf)
-  local capability = vim.lsp._capability
-  local completors = capability and capability.all and capability.all.inline_completion
-  return completors and completors.active and completors.active[buf]
-end
-
---- Drops vim.lsp.inline_completion's item in `buf`, and its pending request. After an edit the
---- item is stale, yet it keeps redrawing it at the moved cursor until its next answer (beside
---- our drafts) and would accept it. Without its completor at least its extmark goes.
-local function native_hide(buf)
-  local completor = native_completor(buf)
-  if completor and completor.abort then
-    if completor.reset_timer then
-      completor:reset_timer() -- a debounced request of its own would draw again
-    end
-    completor:abort()
-  else
-    api.nvim_buf_clear_namespace(buf, NATIVE_NS, 0, -1)
-  end
-end
-
---- After an edit in native mode: Neovim's stale item and its pending request go, and its
---- debounce starts again from this edit, so that it asks once when typing pauses. (It starts
---- that timer on CursorMovedI, which comes before TextChangedI: aborting the timer here, as
---- native_hide does, left it asking only on InsertEnter.) While the plugin shows the rest of a
---- partly accepted item, Neovim asks nothing: its answer would be drawn beside that rest.
-local function native_edited(buf)
-  local completor = native_completor(buf)
-  if ghost.visible(buf) or not (completor and completor.abort and completor.automatic_request) then
-    return native_hide(buf)
-  end
-  completor:abort()
-  completor:automatic_request()
-end
-
---- vim.lsp.inline_completion (0.12) draws an item without a range (ours: native_answer drops
---- their empty ranges, so it draws inline) at the cursor minus the longest common prefix of its
---- text and the code after the cursor, as if that code were part of the item, yet accepting it
---- inserts the whole text: `p` before `p()` was drawn as nothing and accepted as `pp()`. Such an
---- item is drawn whole at the cursor, as it is inserted and as the plugin's own drawing shows it;
---- other items as Neovim draws them.
-local function draw_whole(show)
-  return function(self, hint)
-    local current, win = self.current, vim.fn.bufwinid(self.bufnr)
-    if not current or current.range or type(current.insert_text) ~= 'string' or win == -1 then
-      return show(self, hint)
-    end
-    self:hide()
-    local lines = {} ---@type [string, string][][]
-    for line in vim.gsplit(current.insert_text, '\n', { plain = true }) do
-      lines[#lines + 1] = { { line, 'ComplHint' } }
-    end
-    if hint then
-      table.insert(lines[#lines], { hint, 'ComplHintMore' })
-    end
-    local row, col = unpack(api.nvim_win_get_cursor(win))
-    api.nvim_buf_set_extmark(self.bufnr, NATIVE_NS, row - 1, col, ghost.mark(self.bufnr, row - 1, col, lines))
-  end
-end
-
---- Makes vim.lsp.inline_completion draw `buf`'s items with draw_whole; done before each answer is
---- drawn, since its completor is made anew whenever inline completion is enabled again.
-local function native_draw_whole(buf)
-  local completor = native_completor(buf)
-  if completor and type(completor.show) == 'function' and not rawget(completor, 'show') then
-    completor.show = draw_whole(completor.show)
-  end
-end
-
---- Asks vim.lsp.inline_completion to accept its item (all of it, or a word or line of it).
---- Safe inside an <expr> mapping: the edit is scheduled.
+--- Asks vim.lsp.inline_completion to accept its item; false in the plugin's own mode.
 local function native_accept(buf, how)
-  if not native() then
-    return false
-  end
-  if how == 'all' then
-    return vim.lsp.inline_completion.get({ bufnr = buf })
-  end
-  return vim.lsp.inline_completion.get({
-    bufnr = buf,
-    on_accept = function(item)
-      local text = type(item.insert_text) == 'table' and item.insert_text.value or item.insert_text
-      ghost.insert_part(buf, text, how, item.command)
-    end,
-  })
+  return native_mode() and native.accept(buf, how)
 end
 
 --- Accepts what is shown ('all', 'word' or 'line'); false when nothing is shown.
@@ -145,8 +62,8 @@ end
 function M.dismiss()
   local buf = api.nvim_get_current_buf()
   ghost.reset(buf)
-  if native() then
-    native_hide(buf)
+  if native_mode() then
+    native.hide(buf)
   end
 end
 
@@ -154,8 +71,8 @@ end
 --- native mode the first press asks for several (Invoked) and they are drawn and cycled here.
 function M.cycle(step)
   local buf = api.nvim_get_current_buf()
-  if native() and not ghost.visible(buf) then
-    native_hide(buf)
+  if native_mode() and not ghost.visible(buf) then
+    native.hide(buf)
   end
   ghost.cycle(buf, step)
 end
@@ -163,8 +80,8 @@ end
 --- Asks on demand (Invoked: several items); drawn by the plugin, in native mode too.
 function M.trigger()
   local buf = api.nvim_get_current_buf()
-  if native() then
-    native_hide(buf)
+  if native_mode() then
+    native.hide(buf)
   end
   ghost.request(buf, 1)
 end
@@ -198,32 +115,6 @@ local function map_keys(buf)
   end
 end
 
-local function empty_range(item)
-  local r = item.range
-  return r and r.start.line == r['end'].line and r.start.character == r['end'].character
-end
-
---- vim.lsp.inline_completion draws an item with a `range` as an overlay, which would hide the
---- code after a mid-line cursor; an empty range (insert at the cursor) means the same as none,
---- which it draws inline. So its answers lose their empty ranges before it sees them, and the
---- draft is cleared once the answer is drawn (an item of the plugin's own requests stays).
-local function native_answer(handler, buf)
-  return function(err, result, ctx, ...)
-    if vim.fn.bufwinid(buf) == -1 then
-      return -- the buffer left its window meanwhile: vim.lsp.inline_completion would fail drawing it
-    end
-    for _, item in ipairs(result and (result.items or result) or {}) do
-      if empty_range(item) then
-        item.range = nil
-      end
-    end
-    native_draw_whole(buf)
-    local value = handler(err, result, ctx, ...)
-    ghost.clear_draft(buf) -- the final item is drawn now: the draft goes without a blank frame
-    return value
-  end
-end
-
 --- A code action that cannot be carried out (the server's RequestFailed: the document changed,
 --- no valid fix) is told as one warning line instead of Neovim's raw error code.
 local function resolve_answer(handler)
@@ -245,27 +136,29 @@ end
 
 --- Wraps the answers of this client's requests, whoever sends them (0.11+: client:request).
 local function wrap_requests(client)
-  if client._diffusion_infill_request or vim.fn.has('nvim-0.11') == 0 then
+  if client._diffusion_infill_request or not compat.wraps_requests then
     return
   end
   local request = client.request
   client._diffusion_infill_request = request
-  client.request = function(self, method, params, handler, ...)
+  client.request = function(self, method, params, handler, buf)
     if method == 'textDocument/inlineCompletion' and not asked(params) then
       return false -- off, or this buffer asks only on demand: whoever sends it, it is not sent
     end
-    if handler and method == 'textDocument/inlineCompletion' and native() then
-      local buf = vim.uri_to_bufnr(params.textDocument.uri)
-      if buf ~= api.nvim_get_current_buf() then
+    if handler and method == 'textDocument/inlineCompletion' and native_mode() then
+      local doc = vim.uri_to_bufnr(params.textDocument.uri)
+      if doc ~= api.nvim_get_current_buf() then
         -- 0.12's vim.lsp.inline_completion asks for every buffer it was ever enabled in at any
         -- InsertEnter, and fails drawing the answer of one that is not in a window.
         return false
       end
-      handler = native_answer(handler, buf)
+      return native.request(doc, self, handler, function(answer)
+        return request(self, method, params, answer, buf)
+      end)
     elseif handler and method == 'codeAction/resolve' then
       handler = resolve_answer(handler)
     end
-    return request(self, method, params, handler, ...)
+    return request(self, method, params, handler, buf)
   end
 end
 
@@ -273,13 +166,13 @@ local function on_attach(client, buf)
   ghost.attach(buf)
   map_keys(buf)
   wrap_requests(client)
-  if native() then
-    vim.lsp.inline_completion.enable(config.auto_trigger(buf), { bufnr = buf })
+  if native_mode() then
+    native.enable(buf, config.auto_trigger(buf))
     api.nvim_create_autocmd('TextChangedI', {
       group = api.nvim_create_augroup('diffusion_infill_native_' .. buf, { clear = true }),
       buffer = buf,
       callback = function()
-        native_edited(buf)
+        native.edited(buf)
       end,
     })
   end
@@ -362,9 +255,9 @@ end
 --- vim.lsp.inline_completion asks while typing only where the buffer does.
 local function switched(buf)
   ghost.reset(buf)
-  if native() then
-    native_hide(buf)
-    vim.lsp.inline_completion.enable(config.auto_trigger(buf), { bufnr = buf })
+  if native_mode() then
+    native.hide(buf)
+    native.enable(buf, config.auto_trigger(buf))
   end
 end
 
@@ -434,21 +327,6 @@ function M.print_status()
   vim.notify(table.concat(parts, '; '))
 end
 
-local function is_stopped(client)
-  if vim.fn.has('nvim-0.11') == 1 then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
-end
-
-local function stop(client, force)
-  if vim.fn.has('nvim-0.11') == 1 then
-    client:stop(force)
-  else
-    client.stop(force)
-  end
-end
-
 --- Stops the server and starts it again for the buffers it served (a stuck or failed load, a
 --- server updated on disk).
 function M.restart()
@@ -458,13 +336,13 @@ function M.restart()
       restarting[buf] = client.id
     end
     M.servers[client.id] = nil
-    stop(client)
+    compat.stop(client)
     local timer, waited = assert(vim.uv.new_timer()), 0
     timer:start(50, 50, vim.schedule_wrap(function()
       waited = waited + 50
-      if not is_stopped(client) then
+      if not compat.is_stopped(client) then
         if waited == 3000 then
-          stop(client, true) -- it did not exit when asked
+          compat.stop(client, true) -- it did not exit when asked
         end
         return
       end
@@ -520,7 +398,7 @@ local function highlights()
   api.nvim_set_hl(0, 'DiffusionInfillDraft', { fg = '#5c6066', ctermfg = 240, italic = true, default = true })
   api.nvim_set_hl(0, 'DiffusionInfillCount', { link = 'MoreMsg', default = true }) -- ' (2/3)' when cycling
   api.nvim_set_hl(0, 'DiffusionInfillInfo', { link = 'Comment', default = true }) -- the info line
-  if native() and api.nvim_get_hl(0, { name = 'ComplHint' }).link == 'NonText' then
+  if native_mode() and api.nvim_get_hl(0, { name = 'ComplHint' }).link == 'NonText' then
     api.nvim_set_hl(0, 'ComplHint', { link = 'DiffusionInfillGhost' })
   end
 end

@@ -198,6 +198,7 @@ class AutoregressiveEngine:
         """Yields a Draft per forward pass (one token each), then a final closure-valid one.
         `start_text` is unused: greedy decoding has nothing to warm-start."""
         ids = self.loaded.ids
+        one_line = not self.settings.multi_line(request.prefix)
         context = encode_for(self.loaded, request.prefix, request.suffix)
         prompt = fim_prompt(context.prefix_ids, context.suffix_ids, ids)
         input_ids = torch.tensor([prompt], device=self.loaded.model.device)
@@ -218,12 +219,12 @@ class AutoregressiveEngine:
             written = [token for token in added if token != ids.end]  # END is the last token generate() hands out
             if written:
                 tokens += written
-                text = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+                text = insertion_text(self.loaded.tokenizer, tokens, context.healed, one_line)
                 yield Draft(text, step, 0.0, final=False, prefill_ms=first_ms)
         if cancelled():
             return
-        text = longest_valid(self.loaded.tokenizer, tokens, context.healed, self.settings, request)
-        full = insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+        text = longest_valid(self.loaded.tokenizer, tokens, context.healed, one_line, request)
+        full = insertion_text(self.loaded.tokenizer, tokens, context.healed, one_line)
         logprobs = [float(torch.log_softmax(score[0].float(), dim=-1).max()) for score in scores]
         found, confidence = assess(
             self.calibration, logprobs[: len(tokens) + 1], text, request.prefix, cut=text != full

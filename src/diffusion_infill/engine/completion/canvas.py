@@ -96,6 +96,13 @@ def settled(tokens: Sequence[int], gap: range, ids: SpecialIds) -> list[int]:
     return insertion(tokens, range(gap.start, first_masked), ids)
 
 
+def shown(current: Sequence[int], argmax: Sequence[int], gap: range, ids: SpecialIds, noise: str) -> list[int]:
+    """What a draft shows of a step's canvas (`current`, its tokens; `argmax`, its best guesses): with
+    mask noise only the revealed slots up to the first masked one, which later steps keep; with
+    uniform noise the argmax, which they refine."""
+    return settled(current, gap, ids) if noise == "mask" else insertion(argmax, gap, ids)
+
+
 def after_end(tokens: Sequence[int], canvas: Canvas, ids: SpecialIds) -> list[int]:
     """Slots past the first END of each gap: unused, kept as noise like in training."""
     unused = []

@@ -1,10 +1,20 @@
 """One inline completion: text around the cursor in, converging drafts out.
 
-prefix -> encoder (KV cache, reused when the next prefix extends this one) -> canvas of
-gap slots + clamped suffix head -> denoising steps (a Draft each) -> closure check ->
-repair by re-noising the offending slots, or truncation to the longest valid prefix.
-The canvas starts with a short gap (a cheaper step) and grows to the trained size only
-when the model fills it without END.
+`InfillEngine.complete` reads top to bottom, and the pieces it calls follow it in that order:
+
+1. begin: the prefix encoded (its KV cache reused when this prefix extends the last one,
+   engine.completion.prefix_cache) and the canvas laid out, gap slots + clamped suffix head
+   (engine.completion.canvas); the gap starts short, a cheaper step;
+2. denoise: the sampler's steps over the canvas (engine.completion.sampler), a Draft each;
+3. grow: a short gap the model filled without END grows to the trained size, its first slots
+   holding what was written, and is denoised once more;
+4. repair: an insertion that breaks closure (engine.syntax_check) is re-noised from its first
+   offending slot and denoised again, up to repair_rounds times;
+5. answer: the insertion, or its longest prefix that keeps closure, with its evidence and
+   (when the checkpoint is calibrated) its confidence.
+
+A single-line request is first offered the best line copied from the code as the model judges
+it (engine.completion.copied_lines, engine.completion.judge); denoising starts when none is good enough.
 """
 
 from __future__ import annotations
@@ -23,52 +33,11 @@ from diffusion_infill.engine.completion.confidence import Calibration, SlotLogpr
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
 from diffusion_infill.engine.completion.insertion import insertion_text, longest_valid
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.completion.sampler import PassLog, SlotBan, SlotVocabulary, Step, denoise
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.requests import REVISED, Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
-
-
-class PrefixCache:
-    """The encoder KV cache of the last prefix, cropped and extended instead of recomputed."""
-
-    def __init__(self):
-        self.ids: list[int] = []
-        self.cache: DynamicCache | None = None
-        self.reused_tokens = 0  # of the last call, for benchmarks and tests
-
-    def encode(self, model, ids: list[int]) -> DynamicCache:
-        common = 0
-        for old, new in zip(self.ids, ids, strict=False):
-            if old != new:
-                break
-            common += 1
-        if self.cache is None or common == 0 or not _croppable(self.cache, len(self.ids) - common):
-            self.cache, common = DynamicCache(config=model.config.text_config), 0
-        elif common < len(self.ids):
-            self.cache.crop(common - len(self.ids))  # transformers 5: a negative count of tokens to drop
-        if common < len(ids):
-            tail = torch.tensor([ids[common:]], device=model.device)
-            try:
-                with torch.no_grad():
-                    model.model.encoder(input_ids=tail, cache=self.cache)
-            except BaseException:
-                # Cropped, or extended in some layers and not others (out of memory midway):
-                # the cache matches no prefix any more, so the next call starts from nothing.
-                self.ids, self.cache = [], None
-                raise
-        self.ids, self.reused_tokens = list(ids), common
-        return self.cache
-
-
-def _croppable(cache: DynamicCache, tokens: int) -> bool:
-    """Whether `tokens` can be dropped from the end of `cache`: not once a sliding-window layer (a real
-    checkpoint's) has slid past states it would need again. (transformers' past recording keeps them,
-    but the decoder then reads every recorded state under a mask sized for the window.)"""
-    return tokens == 0 or not any(
-        getattr(layer, "sliding_window", None) and layer.get_seq_length() >= layer.sliding_window
-        for layer in cache.layers
-    )
 
 
 @dataclass
@@ -77,6 +46,7 @@ class _Completion:
     the evidence gathered over every pass so far."""
 
     request: InfillRequest
+    one_line: bool  # only the insertion's first line is wanted (EngineSettings.multi_line)
     context: EncodedContext
     cache: DynamicCache
     prefill_ms: float
@@ -111,19 +81,7 @@ class InfillEngine:
         self.settings = replace(settings, denoise=settings.denoise.for_checkpoint(loaded.source))
         self.prefix_cache = PrefixCache()
         self.calibration = Calibration.load(loaded.source)  # None: completions get no confidence estimate
-        self.revision = judge.load_calibration(loaded.source)  # None: no line drafts to judge
-
-    def _processors(self, context: EncodedContext, gap: range) -> list:
-        """Token healing on the first slot, and a minimum length (the healed token does not count)."""
-        processors = []
-        minimum = self.settings.min_insertion_tokens
-        if context.healed:
-            allowed = healing_candidates(self.loaded.tokenizer, context.healed)
-            processors.append(SlotVocabulary(gap.start, torch.tensor(allowed, device=self.loaded.device)))
-            minimum += 1
-        if minimum:
-            processors.append(SlotBan(range(gap.start, gap.start + minimum), self.loaded.ids.end))
-        return processors
+        self.revision = judge.load_calibration(loaded.source)  # None: no copied lines to judge
 
     def complete(
         self, request: InfillRequest, cancelled: Callable[[], bool] = lambda: False, start_text: str | None = None
@@ -133,32 +91,43 @@ class InfillEngine:
         `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
         diffusion_infill.engine.completion.typed_along); None: a cold start. Nothing is kept between calls but
         the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
-
-        A single-line request first has the model judge lines copied from the code
-        (engine.completion.copied_lines); the best one is the answer when its calibrated estimate
-        clears the revision calibration's threshold, and denoising starts otherwise.
         """
-        if start_text is None and (judged := self.judged_draft(request)) is not None:
-            yield judged
+        one_line = not self.settings.multi_line(request.prefix)
+        if start_text is None and one_line and (copied := self._copied_line(request)) is not None:
+            yield copied
             return
-        run = self._begin(request, start_text)
+        run = self._begin(request, one_line, start_text)
         # Every pass ends with a look at `cancelled`: a cancelled completion gets no final draft.
-        if not (yield from self._denoise_round(run, cancelled)):
+        if not (yield from self._denoise(run, cancelled)):
             return
         # Growing comes first and once: a repair re-noises slots of the canvas it has.
-        if self._grow_round(run) and not (yield from self._denoise_round(run, cancelled)):
+        if self._grow(run) and not (yield from self._denoise(run, cancelled)):
             return
         report = self._check(run)
         for _ in range(self.settings.repair_rounds):
             if report.valid:
                 break
-            self._repair_round(run, report)
-            if not (yield from self._denoise_round(run, cancelled)):
+            self._renoise(run, report.first_bad_offset())
+            if not (yield from self._denoise(run, cancelled)):
                 return
             report = self._check(run)
         yield self._answer(run, report)
 
-    def _begin(self, request: InfillRequest, start_text: str | None) -> _Completion:
+    def _copied_line(self, request: InfillRequest) -> Draft | None:
+        """The best line copied from the code as the model judges it, when its estimate clears the
+        revision calibration's threshold and it keeps closure; None otherwise (or without that calibration)."""
+        if self.revision is None or not (self.settings.line_drafts and request.copied_lines):
+            return None
+        candidates = copied_lines.candidates(request, request.others)
+        best = judge.best(self, request, candidates)
+        if best is None or best[0] < self.revision.threshold:
+            return None
+        chance, judged = best
+        if not syntax_check.check(request.prefix, judged.text, request.suffix, request.language).valid:
+            return None
+        return Draft(judged.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
+
+    def _begin(self, request: InfillRequest, one_line: bool, start_text: str | None) -> _Completion:
         """The prefix encoded (its cache reused where it can be) and the first canvas laid out."""
         spec, ids = self.loaded.spec, self.loaded.ids
         context = encode_for(self.loaded, request.prefix, request.suffix)
@@ -173,6 +142,7 @@ class InfillEngine:
         gap = layout.gaps[0]
         return _Completion(
             request,
+            one_line,
             context,
             cache,
             prefill_ms,
@@ -184,7 +154,7 @@ class InfillEngine:
             SlotLogprobs(gap),
         )
 
-    def _denoise_round(self, run: _Completion, cancelled: Callable[[], bool]) -> Generator[Draft, None, bool]:
+    def _denoise(self, run: _Completion, cancelled: Callable[[], bool]) -> Generator[Draft, None, bool]:
         """One pass of the sampler over the current canvas, a Draft per step, stopping early when a
         wanted single line has ended. False: cancelled, or the pass took no step (nothing to answer)."""
         run.last, run.line_ended = None, False
@@ -202,20 +172,16 @@ class InfillEngine:
             run.last, run.step, run.entropy = last, run.step + 1, float(last.mean_entropy[0])
             run.chosen.observe(last.logits[0], last.argmax[0], last.live[0])
             run.passes.observe(last, run.gap, self.loaded.ids.end)
-            shown = self._draft_tokens(last, run.gap)
-            yield Draft(
-                self._text(shown, run.context, run.request),
-                run.step,
-                run.entropy,
-                final=False,
-                prefill_ms=run.prefill_ms,
-            )
-            run.line_ended = self._line_ended(shown, run.context, run.request)
+            ids, noise = self.loaded.ids, self.loaded.spec.noise
+            shown = canvas_layout.shown(last.current[0].tolist(), last.argmax[0].tolist(), run.gap, ids, noise)
+            text = insertion_text(self.loaded.tokenizer, shown, run.context.healed, run.one_line)
+            yield Draft(text, run.step, run.entropy, final=False, prefill_ms=run.prefill_ms)
+            run.line_ended = self._line_ended(run, shown)
             if run.line_ended:
                 break
         return not cancelled() and run.last is not None
 
-    def _grow_round(self, run: _Completion) -> bool:
+    def _grow(self, run: _Completion) -> bool:
         """When the short first gap filled without END, the trained size, its first slots holding
         what was written, ready for one more pass. False: nothing to grow."""
         argmax, gap = run.last.argmax, run.gap
@@ -227,7 +193,7 @@ class InfillEngine:
         )
         run.start = torch.tensor([run.layout.tokens], device=argmax.device)
         run.start[0, gap.start : gap.stop] = argmax[0, gap.start : gap.stop]
-        run.processors = self._processors(run.context, run.gap)
+        # The grown gap still starts at the canvas's first slot: its processors stay as they are.
         run.chosen.grow(run.gap)
         return True
 
@@ -235,12 +201,12 @@ class InfillEngine:
         """The last pass's insertion and whether it keeps closure. Slots still masked at the step
         limit take their argmax: a guess, but the best one."""
         run.tokens = canvas_layout.insertion(run.last.argmax[0].tolist(), run.gap, self.loaded.ids)
-        run.text = self._text(run.tokens, run.context, run.request)
+        run.text = insertion_text(self.loaded.tokenizer, run.tokens, run.context.healed, run.one_line)
         return syntax_check.check(run.request.prefix, run.text, run.request.suffix, run.request.language)
 
-    def _repair_round(self, run: _Completion, report: syntax_check.ClosureReport) -> None:
+    def _renoise(self, run: _Completion, bad_offset: int | None) -> None:
         """The draft re-noised from the slot that breaks closure, for a shorter pass on this canvas."""
-        run.start = self._renoise_from(run.last.argmax, run.layout, run.context, report.first_bad_offset())
+        run.start = self._renoise_from(run.last.argmax, run.layout, run.context, bad_offset)
         run.denoise = self.settings.repair_settings()
 
     def _answer(self, run: _Completion, report: syntax_check.ClosureReport) -> Draft:
@@ -248,7 +214,7 @@ class InfillEngine:
         its evidence and (when the checkpoint is calibrated) its confidence."""
         cut = not report.valid
         if cut:
-            text = longest_valid(self.loaded.tokenizer, run.tokens, run.context.healed, self.settings, run.request)
+            text = longest_valid(self.loaded.tokenizer, run.tokens, run.context.healed, run.one_line, run.request)
         else:
             text = run.text
         logprobs = run.chosen.first(len(run.tokens) + 1)  # the insertion's tokens and its END
@@ -265,50 +231,19 @@ class InfillEngine:
             passes=run.passes.counts(),
         )
 
-    def judged_draft(self, request: InfillRequest) -> Draft | None:
-        """The best line copied from the code as the model judges it, when its estimate clears the
-        threshold and it keeps closure; None otherwise (or without a revision calibration)."""
-        if (
-            self.revision is None
-            or not (self.settings.line_drafts and request.copied_lines)
-            or self.settings.multi_line(request.prefix)
-        ):
-            return None
-        candidates = copied_lines.candidates(request, request.others)
-        if not candidates:
-            return None
-        judged = judge.judge(self, request, candidates)
-        chances = [(self.revision.chance(judge.features(j, request.prefix)), j) for j in judged]
-        if not chances:
-            return None
-        chance, best = max(chances, key=lambda pair: pair[0])
-        if chance < self.revision.threshold:
-            return None
-        if not syntax_check.check(request.prefix, best.text, request.suffix, request.language).valid:
-            return None
-        return Draft(best.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
+    # The pieces the rounds share, in the order they first come up.
 
-    def _line_ended(self, shown: list[int], context: EncodedContext, request: InfillRequest) -> bool:
-        """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the
-        line cannot change any more (settings.stop_at_line_end)."""
-        if (
-            not self.settings.stop_at_line_end
-            or self.loaded.spec.noise != "mask"
-            or self.settings.multi_line(request.prefix)
-        ):
-            return False
-        text = self.loaded.tokenizer.decode(shown)
-        return text.startswith(context.healed) and "\n" in text[len(context.healed) :]
-
-    def _draft_tokens(self, step: Step, gap: range) -> list[int]:
-        """What a draft shows: with mask noise only the revealed slots up to the first masked one,
-        which later steps keep; with uniform noise the argmax, which they refine."""
-        if self.loaded.spec.noise == "mask":
-            return canvas_layout.settled(step.current[0].tolist(), gap, self.loaded.ids)
-        return canvas_layout.insertion(step.argmax[0].tolist(), gap, self.loaded.ids)
-
-    def _text(self, tokens: list[int], context: EncodedContext, request: InfillRequest) -> str:
-        return insertion_text(self.loaded.tokenizer, tokens, context.healed, self.settings, request.prefix)
+    def _processors(self, context: EncodedContext, gap: range) -> list:
+        """Token healing on the first slot, and a minimum length (the healed token does not count)."""
+        processors = []
+        minimum = self.settings.min_insertion_tokens
+        if context.healed:
+            allowed = healing_candidates(self.loaded.tokenizer, context.healed)
+            processors.append(SlotVocabulary(gap.start, torch.tensor(allowed, device=self.loaded.device)))
+            minimum += 1
+        if minimum:
+            processors.append(SlotBan(range(gap.start, gap.start + minimum), self.loaded.ids.end))
+        return processors
 
     def _warm_start(self, layout, context: EncodedContext, start_text: str | None):
         if not start_text:
@@ -320,6 +255,15 @@ class InfillEngine:
         start = torch.tensor([layout.tokens], device=self.loaded.device)
         start[0, gap.start : gap.start + len(tokens) + 1] = torch.tensor(tokens + [self.loaded.ids.end])
         return start
+
+    def _line_ended(self, run: _Completion, shown: list[int]) -> bool:
+        """One line wanted and, with mask noise, the draft's settled tokens already hold its end: the
+        line cannot change any more (settings.stop_at_line_end)."""
+        if not (run.one_line and self.settings.stop_at_line_end and self.loaded.spec.noise == "mask"):
+            return False
+        text = self.loaded.tokenizer.decode(shown)
+        healed = run.context.healed
+        return text.startswith(healed) and "\n" in text[len(healed) :]
 
     def _renoise_from(self, argmax: torch.LongTensor, layout, context: EncodedContext, bad_offset: int | None):
         """The draft with every slot from the one holding `bad_offset` onward noised again, with the

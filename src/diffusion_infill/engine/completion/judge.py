@@ -110,6 +110,16 @@ def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[J
     )
 
 
+def best(engine, request: InfillRequest, candidates: list[Candidate]) -> tuple[float, Judged] | None:
+    """The judged candidate with the highest chance of being accepted by the engine's revision
+    calibration (`engine.revision`), and that chance; None when no candidate fits the gap."""
+    if not candidates:
+        return None  # nothing to judge: the prefix is not even encoded
+    judged = judge(engine, request, candidates)
+    chances = [(engine.revision.chance(features(j, request.prefix)), j) for j in judged]
+    return max(chances, key=lambda pair: pair[0], default=None)
+
+
 REVISION_FILE = "revision.json"  # beside a checkpoint: the calibration of judged candidates
 FEATURES = frozenset(
     {"mean_logprob", "min_logprob", "log_chars", "log_agree", "matched", "analogous", "document", "after_word"}

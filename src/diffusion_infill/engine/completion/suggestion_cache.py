@@ -10,11 +10,11 @@ The cache is the caller's (the server keeps one): the engine keeps nothing betwe
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion import typed_along
 from diffusion_infill.engine.completion.confidence import clears_gate
+from diffusion_infill.engine.lru import Lru
 from diffusion_infill.engine.requests import MODEL, TYPED_ALONG, InfillRequest
 
 CACHE_SIZE = 32  # contexts kept, across documents
@@ -37,15 +37,10 @@ def _request(context: Context) -> InfillRequest:
 
 class SuggestionCache:
     def __init__(self, size: int = CACHE_SIZE):
-        self.size = size
-        self._entries: OrderedDict[Context, Suggestion] = OrderedDict()
+        self._entries: Lru[Context, Suggestion] = Lru(size)
 
     def store(self, request: InfillRequest, suggestion: Suggestion) -> None:
-        key = (request.prefix, request.suffix, request.language)
-        self._entries[key] = suggestion
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        self._entries.put((request.prefix, request.suffix, request.language), suggestion)
 
     def clear(self) -> None:
         self._entries.clear()
@@ -54,7 +49,8 @@ class SuggestionCache:
         """The completion kept for this very context (shown or not: it is the engine's answer), else the
         rest of the latest kept completion that clears `threshold` and that the user has typed along
         since; None when neither exists."""
-        exact = self._entries.get((request.prefix, request.suffix, request.language))
+        # a look that leaves the order alone: typing along follows the completions stored last
+        exact = self._entries.peek((request.prefix, request.suffix, request.language))
         if exact is not None:
             return exact
         return self.typed_along(request, threshold)
@@ -62,7 +58,7 @@ class SuggestionCache:
     def typed_along(self, request: InfillRequest, threshold: float | None = None) -> Suggestion | None:
         """The rest of the latest kept completion typed along at `request` that clears `threshold`
         (None: shown or not, as a warm start wants it)."""
-        for context, kept in reversed(self._entries.items()):
+        for context, kept in self._entries.newest_first():
             if threshold is not None and not clears_gate(kept.confidence, threshold):
                 continue
             if (left := typed_along.rest(_request(context), kept.text, request)) is not None:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
-from diffusion_infill.engine.completion.infill import PrefixCache
 from diffusion_infill.engine.completion.prefix import encode_for
+from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.completion.sampler import DenoiseSettings, denoise
 from diffusion_infill.engine.loading import LoadedModel
 from diffusion_infill.engine.repair.spans import Span, merge
