@@ -58,7 +58,7 @@ BUILDS_ON = {
     "settings": (),
     "languages": (),
     "status": ("settings",),
-    "completion": ("text",),
+    "completion": ("text", "settings"),
     "diagnostics": ("text", "languages"),
     "fixes": ("text", "languages", "diagnostics.process"),
     "model_lifecycle": ("completion", "settings", "status"),
