@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from diffusion_infill.engine.repair.markdown_rules import Outline, cells, code_blocks, fix, outline, problems
 
 TABLE = "| name | size |\n|------|------|\n| a |\n| b | 2 | extra |\n"
@@ -232,17 +234,66 @@ def _cut_fences(count: int) -> str:
     return "".join(section.format(i=i) for i in range(count))
 
 
-def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
-    from diffusion_infill.engine.repair.markdown_rules import fixing, lines, rules
+def _calls_while_fixed(monkeypatch, name: str, modules: tuple, texts: list[str], closers: str) -> list[int]:
+    """How often the markdown_rules function `name` runs (where `modules` call it) while each text is fixed
+    and checked; each fixed text has no problem left, and a `closers` line for each of its two fences a part."""
+    from diffusion_infill.engine.repair.markdown_rules import lines, rules
 
-    reads = []
-    real = lines._lines
-    for module in (fixing, rules):
-        monkeypatch.setattr(module, "_lines", lambda text: reads.append(len(text)) or real(text))
+    calls = []
+    real = getattr(lines, name, None) or getattr(rules, name)
+    for module in modules:
+        monkeypatch.setattr(module, name, lambda *args: calls.append(1) or real(*args), raising=False)
     counts = []
-    for count in (3, 12):
-        reads.clear()
-        fixed = fix(_cut_fences(count))
-        assert problems(fixed) == [] and fixed.count("```\n") == 2 * count
-        counts.append(len(reads))
-    assert counts[0] == counts[1]  # once a round for every fence closed: 9 more reads of the whole text
+    for text in texts:
+        calls.clear()
+        fixed = fix(text)
+        assert problems(fixed) == [] and fixed.count(closers) == 2 * text.count("```python")
+        counts.append(len(calls))
+    return counts
+
+
+def test_fences_swallowing_the_next_opening_are_closed_in_one_reading_however_many(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, rules
+
+    # wherever the text could be read (`rules.read` reads it)
+    reads = _calls_while_fixed(monkeypatch, "_lines", (fixing, rules), [_cut_fences(3), _cut_fences(12)], "```\n")
+    # once a round for every fence closed: 9 more reads of the whole text; each round fixes from the reading
+    # its problems were found in: the text, then after the fences are closed, then after the other fixes
+    assert reads == [3, 3]
+
+
+def _chained_fences(count: int) -> str:
+    """`count` list items whose fence lost its closing line: each swallows the opening line of the item's
+    second fence; in a list item, closing one may change how the lines after it read, so each takes a round."""
+    item = "- step {i}\n\n  ```python\n  print({i})\n\n  ```sh\n  run {i}\n  ```\n\n"
+    return "".join(item.format(i=i) for i in range(count))
+
+
+def test_fences_closed_a_round_each_are_checked_for_the_other_rules_once_they_are_all_closed(monkeypatch):
+    from diffusion_infill.engine.repair.markdown_rules import rules
+
+    texts = [_chained_fences(3), _chained_fences(12)]
+    checks = _calls_while_fixed(monkeypatch, "_unbalanced_lines", (rules,), texts, "  ```\n")
+    # the text once its fences are closed (nothing else is broken) and this test's `problems`; once a round
+    # before (5 and 14)
+    assert checks == [2, 2]
+
+
+QUOTED_FENCES = (
+    "Intro\n\n> ```python\n> print(1)\n>\n> ```sh\n> run\n> ```\n\n"
+    "- item\n\n  > ```js\n  > f()\n  >\n  > ```sh\n  > go\n  > ```\n\n"
+    "> - step\n>\n>   ```python\n>   print(2)\n>\n>   ```sh\n>   run\n>   ```\n> - next\n>\n>   text\n"
+)
+
+
+@pytest.mark.parametrize("text", [_chained_fences(4), _cut_fences(4), QUOTED_FENCES])
+def test_a_reading_started_again_at_the_first_fence_closed_reads_as_a_new_one(text):
+    from diffusion_infill.engine.repair.markdown_rules import fixing, rules
+
+    reading = rules.read(text)
+    while reading.swallowed:
+        closed, _, first = fixing._refenced(reading, 1)
+        resumed, anew = rules.read(closed, reading, first), rules.read(closed)
+        assert resumed.lines == anew.lines and resumed.problems == anew.problems
+        assert all(old is new for old, new in zip(reading.lines[:first], resumed.lines, strict=False))
+        reading = resumed

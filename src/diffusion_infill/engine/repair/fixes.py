@@ -277,10 +277,11 @@ class Fixer:
         return self.fix_json(text, around, jsonc=True)
 
     def fix_markdown(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
-        found = markdown_rules.problems(text)
+        reading = markdown_rules.read(text)
+        found = reading.problems
         if not found:
             return FixResult(text, False, "no Markdown structure problems in the selection", already_valid=True)
-        deterministic, left = markdown_rules.fixed(text, found)
+        deterministic, left = markdown_rules.fixed(text, reading)
         candidates, edits = [Candidate(deterministic, "structure")], Edits(text)
         if self._fixes_use_model:
             spans = edits.of(deterministic).spans + [Span(problem.end, problem.end) for problem in found]

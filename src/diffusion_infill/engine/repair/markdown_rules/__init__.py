@@ -36,17 +36,20 @@ from diffusion_infill.engine.repair.markdown_rules.fixing import fix, fixed
 from diffusion_infill.engine.repair.markdown_rules.rules import (
     Outline,
     Problem,
+    Reading,
     code_blocks,
     fence_languages,
     model_changes,
     outline,
     problems,
+    read,
 )
 from diffusion_infill.engine.repair.markdown_rules.tables import cells, empty_cells, pad_tables, table_shapes
 
 __all__ = [
     "Outline",
     "Problem",
+    "Reading",
     "cells",
     "code_blocks",
     "empty_cells",
@@ -57,5 +60,6 @@ __all__ = [
     "outline",
     "pad_tables",
     "problems",
+    "read",
     "table_shapes",
 ]

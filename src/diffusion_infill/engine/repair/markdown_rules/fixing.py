@@ -17,22 +17,10 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _indent,
     _inner,
     _Line,
-    _lines,
     _list_marker,
     _opening,
 )
-from diffusion_infill.engine.repair.markdown_rules.rules import (
-    SWALLOWED,
-    Problem,
-    _ended_by_container,
-    _fence_blanks,
-    _list_problems,
-    _open_fence,
-    _swallowed,
-    _unbalanced_lines,
-    _unlabelled,
-    problems,
-)
+from diffusion_infill.engine.repair.markdown_rules.rules import Problem, Reading, read
 from diffusion_infill.engine.repair.markdown_rules.tables import _padded_rows
 
 _SHELL = re.compile(
@@ -55,34 +43,39 @@ def fix(text: str) -> str:
     return fixed(text)[0]
 
 
-def fixed(text: str, found: list[Problem] | None = None) -> tuple[str, list[Problem] | None]:
+def fixed(text: str, reading: Reading | None = None) -> tuple[str, list[Problem] | None]:
     """`fix(text)`, and the problems left in it (None for a CRLF text: they were found in its LF form).
-    `found`: `problems(text)`, when the caller has them already (a reading of the whole text saved)."""
+    `reading`: `read(text)`, when the caller has it already (a reading of the whole text saved). Each
+    round fixes from the reading its problems were found in: one reading of the text a round."""
     if "\r\n" in text and text.count("\n") == text.count("\r\n"):
         return fix(text.replace("\r\n", "\n")).replace("\n", "\r\n"), None
     rounds = refenced = 0
-    found = problems(text) if found is None else found
-    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and found:
-        closed = 0
-        if any(problem.message == SWALLOWED for problem in found):
-            text, closed = _refenced(text, MAX_REFENCED - refenced)
-        if not closed:
-            text = _fix_once(text)
-        rounds, refenced = rounds + (not closed), refenced + closed
-        found = problems(text)
-    return text, found
+    reading = read(text) if reading is None else reading
+    # a text with fences that swallow the next one's opening line is not checked for other problems: they
+    # are fixed once those fences are closed (a chain of them takes a round each, up to MAX_REFENCED)
+    while rounds < FIX_ROUNDS and refenced < MAX_REFENCED and (reading.swallowed or reading.problems):
+        if reading.swallowed:
+            text, closed, first = _refenced(reading, MAX_REFENCED - refenced)
+            refenced += closed
+            reading = read(text, reading, first)  # read again from the first fence closed
+        else:
+            text = _fix_once(reading)
+            rounds += 1
+            reading = read(text)
+    return text, reading.problems
 
 
-def _refenced(text: str, limit: int) -> tuple[str, int]:
-    """`text` with fences that swallow the next one's opening line closed, and how many: the first, then
-    each next one while closing the one before changed nothing past the line that closed it (a fence at
-    the top level, no other fence or HTML line from its code's end to that line, which closes the
-    opening it swallowed too): the text rounds closing one fence each and reading the whole text anew
-    would write, in one reading. Every other fix waits for the next round (the fences pair up anew)."""
-    lines = _lines(text)
+def _refenced(reading: Reading, limit: int) -> tuple[str, int, int]:
+    """The text with fences that swallow the next one's opening line closed, how many, and the line the
+    first of them opens on (the lines before it stay as they were). The first, then each next one while
+    closing the one before changed nothing past the line that closed it (a fence at the top level, no
+    other fence or HTML line from its code's end to that line, which closes the opening it swallowed
+    too): the text rounds closing one fence each and reading the whole text anew would write, in one
+    reading. Every other fix waits for the next round (the fences pair up anew)."""
+    lines = reading.lines
     index_of = {line.start: index for index, line in enumerate(lines)}
     closers: dict[int, str] = {}  # line index -> the closing fence to write after it
-    for opening, inner in _swallowed(lines):
+    for opening, inner in reading.swallowed:
         start, stop = index_of[opening.start], index_of[inner.start]
         end = _code_end(lines, start, stop)
         match = _opening(opening.text)
@@ -90,7 +83,7 @@ def _refenced(text: str, limit: int) -> tuple[str, int]:
         if len(closers) == limit or not _closing_changes_nothing_after(lines, end, stop, match.group(1)):
             break
     out = "\n".join(line.text + ("\n" + closers[index] if index in closers else "") for index, line in enumerate(lines))
-    return out, len(closers)
+    return out, len(closers), index_of[reading.swallowed[0][0].start]
 
 
 def _closing_changes_nothing_after(lines: list[_Line], end: int, inner: int, prefix: str) -> bool:
@@ -128,23 +121,24 @@ def _language(lines: list[_Line], opening: int) -> str:
     return "sh" if content and all(_SHELL.match(row) for row in content.split("\n") if row.strip()) else "text"
 
 
-def _fix_once(text: str) -> str:
-    """`text` with one round of fixes (no fence swallows another's opening line: `_refenced` closed them)."""
-    lines = _lines(text)
+def _fix_once(reading: Reading) -> str:
+    """The text read with one round of fixes (no fence swallows another's opening line: `_refenced` closed
+    them)."""
+    text, lines = reading.text, reading.lines
     index_of = {line.start: index for index, line in enumerate(lines)}
-    replaced = _padded_rows(lines)
-    for line, missing in _unbalanced_lines(lines):
+    replaced = _padded_rows(reading.tables)
+    for line, missing in reading.unbalanced:
         body = line.text.rstrip()
         replaced[line.start] = body + "".join(reversed(missing)) + line.text[len(body) :]
-    for line, kind, wanted in _list_problems(lines):
+    for line, kind, wanted in reading.list_problems:
         current = replaced.get(line.start, line.text)
         _, _, match = _list_marker(current)
         marker_at = match.end(1) + (len(match.group(2)) if kind in ".)" else 0)
         replaced[line.start] = current[:marker_at] + wanted + current[marker_at + 1 :]
-    for line in _unlabelled(lines):
+    for line in reading.unlabelled:
         replaced[line.start] = line.text.rstrip() + _language(lines, index_of[line.start])
     reindented = set()
-    for _, last in _ended_by_container(lines):
+    for _, last in reading.ended_by_container:
         after = _dedented_closer(lines, index_of[last.start])
         if after is not None:  # the closing fence, written left of the item's indent: moved into the item
             replaced[after.start] = last.closes_at
@@ -152,7 +146,7 @@ def _fix_once(text: str) -> str:
         else:
             replaced[last.start] = replaced.get(last.start, last.text) + "\n" + last.closes_at
     blank_after = {}  # line index -> the blank line to insert after it; one between two fences
-    for line, side in _fence_blanks(lines):
+    for line, side in reading.fence_blanks:
         if line.start in reindented:
             continue  # a closing fence now, in the item: no blank line goes before it
         index = index_of[line.start] - (side == "before")
@@ -160,7 +154,7 @@ def _fix_once(text: str) -> str:
     for index, blank in blank_after.items():
         line = lines[index]
         replaced[line.start] = replaced.get(line.start, line.text) + "\n" + blank
-    opened = _open_fence(lines)
+    opened = reading.open_fence
     at_end = ""  # the closing fence to append, for a fence whose code runs to the end
     if opened is not None and opened.start not in reindented:
         match = _opening(opened.text)

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from diffusion_infill.engine.repair.markdown_rules.lines import (
     _BULLET,
@@ -18,7 +19,7 @@ from diffusion_infill.engine.repair.markdown_rules.lines import (
     _list_marker,
     _opening,
 )
-from diffusion_infill.engine.repair.markdown_rules.tables import _tables, cells
+from diffusion_infill.engine.repair.markdown_rules.tables import _Table, _tables
 
 _ESCAPED = re.compile(r"\\.")
 
@@ -185,14 +186,68 @@ def _unlabelled(lines: list[_Line]) -> list[_Line]:
     return [line for line in lines if line.fence == "open" and not line.text[_opening(line.text).end() :].strip()]
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A text read once: its lines and what each rule finds in them, each found once for the problems
+    and for the fix that follows them (a 2 MB text's lines take a second to read)."""
+
+    text: str
+    lines: list[_Line]
+
+    @cached_property
+    def tables(self) -> list[_Table]:
+        return _tables(self.lines)
+
+    @cached_property
+    def open_fence(self) -> _Line | None:
+        return _open_fence(self.lines)
+
+    @cached_property
+    def swallowed(self) -> list[tuple[_Line, _Line]]:
+        return _swallowed(self.lines)
+
+    @cached_property
+    def ended_by_container(self) -> list[tuple[_Line, _Line]]:
+        return _ended_by_container(self.lines)
+
+    @cached_property
+    def fence_blanks(self) -> list[tuple[_Line, str]]:
+        return _fence_blanks(self.lines)
+
+    @cached_property
+    def unlabelled(self) -> list[_Line]:
+        return _unlabelled(self.lines)
+
+    @cached_property
+    def unbalanced(self) -> list[tuple[_Line, list[str]]]:
+        return list(_unbalanced_lines(self.lines, self.tables))
+
+    @cached_property
+    def list_problems(self) -> list[tuple[_Line, str, str]]:
+        return _list_problems(self.lines)
+
+    @cached_property
+    def problems(self) -> list[Problem]:
+        """Every rule broken in the text, in text order."""
+        return _problems(self)
+
+
+def read(text: str, unchanged: Reading | None = None, at: int = 0) -> Reading:
+    """`text` read. `unchanged`: a reading of a text the same as `text` up to its line `at`, which opens a
+    fence: the lines before it serve again."""
+    return Reading(text, _lines(text) if unchanged is None else _lines(text, unchanged.lines, at))
+
+
 def problems(text: str) -> list[Problem]:
     """Every rule broken in `text`, in text order."""
-    lines = _lines(text)
+    return read(text).problems
+
+
+def _problems(reading: Reading) -> list[Problem]:
     found = []
-    for table in _tables(lines):
+    for table in reading.tables:
         width = table.width
-        for row in table.rows:
-            count = len(cells(row.text))
+        for count in table.counts:
             if count != width:
                 found.append(
                     Problem(
@@ -203,10 +258,10 @@ def problems(text: str) -> list[Problem]:
                     )
                 )
                 break
-    opened = _open_fence(lines)
+    opened = reading.open_fence
     if opened is not None:
-        found.append(Problem("fence", opened.start, len(text), "code fence is never closed"))
-    for opening, inner in _swallowed(lines):
+        found.append(Problem("fence", opened.start, len(reading.text), "code fence is never closed"))
+    for opening, inner in reading.swallowed:
         found.append(
             Problem(
                 "fence",
@@ -215,7 +270,7 @@ def problems(text: str) -> list[Problem]:
                 SWALLOWED,
             )
         )
-    for opening, last in _ended_by_container(lines):
+    for opening, last in reading.ended_by_container:
         found.append(
             Problem(
                 "fence",
@@ -224,21 +279,21 @@ def problems(text: str) -> list[Problem]:
                 "code fence is never closed before its block quote or list item ends",
             )
         )
-    for line, side in _fence_blanks(lines):
+    for line, side in reading.fence_blanks:
         found.append(
             Problem("fence-blank", line.start, line.start + len(line.text), f"code fence needs a blank line {side} it")
         )
-    for line in _unlabelled(lines):
+    for line in reading.unlabelled:
         found.append(
             Problem("fence-language", line.start, line.start + len(line.text), "code fence does not name its language")
         )
-    for line, missing in _unbalanced_lines(lines):
+    for line, missing in reading.unbalanced:
         found.append(
             Problem(
                 "emphasis", line.start, line.start + len(line.text), f"unclosed {' and '.join(missing)} on this line"
             )
         )
-    for line, kind, wanted in _list_problems(lines):
+    for line, kind, wanted in reading.list_problems:
         found.append(
             Problem(
                 "list",
@@ -353,9 +408,10 @@ def model_changes(original: str, deterministic: str, candidate: str) -> Counter:
     return changes
 
 
-def _unbalanced_lines(lines: list[_Line]) -> Iterator[tuple[_Line, list[str]]]:
-    """Prose lines (not code, not table rows) with unclosed emphasis or inline code, and what is missing."""
-    table_rows = {row.start for table in _tables(lines) for row in table.rows}
+def _unbalanced_lines(lines: list[_Line], tables: list[_Table]) -> Iterator[tuple[_Line, list[str]]]:
+    """Prose lines (not code, not table rows of `tables`) with unclosed emphasis or inline code, and what
+    is missing."""
+    table_rows = {row.start for table in tables for row in table.rows}
     by_start = {line.start: line for line in lines}
     for group in _paragraphs(lines, table_rows):
         for start, missing in sorted(_unbalanced_in(group).items()):

@@ -65,9 +65,14 @@ def _delimits(header: str, delimiter: str, body: list[str]) -> bool:
 class _Table:
     rows: list[_Line]  # header, delimiter, body rows
 
-    @cached_property  # asked for at every row of the table
+    @cached_property  # the width, the problems and the fix each ask
+    def counts(self) -> list[int]:
+        """Cells in each row."""
+        return [len(cells(row.text)) for row in self.rows]
+
+    @cached_property
     def width(self) -> int:
-        return max(len(cells(row.text)) for row in self.rows)
+        return max(self.counts)
 
 
 def _body(lines: list[_Line], start: int, most: int) -> list[_Line]:
@@ -119,11 +124,11 @@ def _row_text(row: str, parts: list[str], style: tuple[bool, bool]) -> str:
 
 def _fixed_table(table: _Table) -> list[str]:
     width, out, style = table.width, [], _pipes(table.rows[0].text)
-    for position, row in enumerate(table.rows):
-        parts = cells(row.text)
-        if len(parts) == width:
+    for position, (row, count) in enumerate(zip(table.rows, table.counts, strict=True)):
+        if count == width:
             out.append(row.text)
             continue
+        parts = cells(row.text)
         spaced = any(part[:1] == " " or part[-1:] == " " for part in parts)  # its own style (MD060)
         cell = "---" if position == 1 else ""
         filler = (f" {cell} " if cell else " ") if spaced else cell
@@ -133,17 +138,15 @@ def _fixed_table(table: _Table) -> list[str]:
     return out
 
 
-def _padded_rows(lines: list[_Line]) -> dict[int, str]:
+def _padded_rows(tables: list[_Table]) -> dict[int, str]:
     """Each table row with the table's column count, by the offset of the line it replaces."""
-    return {
-        row.start: new for table in _tables(lines) for row, new in zip(table.rows, _fixed_table(table), strict=True)
-    }
+    return {row.start: new for table in tables for row, new in zip(table.rows, _fixed_table(table), strict=True)}
 
 
 def pad_tables(text: str) -> str:
     """`text` with the table rule's fix alone: every row gets its table's column count."""
     lines = _lines(text)
-    padded = _padded_rows(lines)
+    padded = _padded_rows(_tables(lines))
     return "\n".join(padded.get(line.start, line.text) for line in lines)
 
 
