@@ -147,6 +147,15 @@ def test_range_columns_are_one_based_and_the_end_exclusive():
     assert Selection.parse("2:2-2:4", "ab\ncdef\n") == Selection(4, 6)
 
 
+def test_range_lines_end_where_an_editors_do():
+    """The file is read with its line endings as written: a lone "\r" ends a line and a "\r\n" is one line
+    end, as in the editor and the server (lsp.text.positions), so a range never ends between "\r" and "\n"."""
+    assert Selection.parse("2:2-2:4", "ab\rcdef\r") == Selection(4, 6)
+    assert Selection.parse("2:2-2:4", "ab\r\ncdef\r\n") == Selection(5, 7)
+    with pytest.raises(RangeError, match="column 4 is out of range: line 1 has 2 characters"):
+        Selection.parse("1:4-2:1", "ab\r\ncdef\r\n")
+
+
 def test_the_quick_starts_broken_json_keeps_its_comment_or_drops_it_without_trailing_space(capsys):
     sample = str(SAMPLE.parent / "broken.json")
     assert main(["fix", sample, "--no-model"]) == 0

@@ -1,6 +1,7 @@
-"""The lsp modules import one another without a circle (type-only imports count too),
-src/diffusion_infill/engine/ never imports src/diffusion_infill/lsp/, and neither the settings modules,
-the server nor a server's engine (engine: openai) import the model stack."""
+"""The lsp modules import one another without a circle (type-only imports count too), each room of
+lsp/ imports only the rooms it builds on, src/diffusion_infill/engine/ never imports
+src/diffusion_infill/lsp/, and neither the settings modules, the server nor a server's engine
+(engine: openai) import the model stack."""
 
 from __future__ import annotations
 
@@ -45,6 +46,46 @@ def test_lsp_modules_import_each_other_without_a_circle():
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as error:
         raise AssertionError(f"import circle: {' -> '.join(error.args[1])}") from None
+
+
+# What of lsp/ each room may import besides itself (a sub-package or a module of lsp/; the server, which
+# wires them together, may import all). The wire and the text are the ground the features stand on;
+# the features (completion, fixes, diagnostics) never import one another, except that the repairs run
+# in the same kind of worker process as the diagnostics.
+BUILDS_ON = {
+    "transport": (),
+    "text": (),
+    "settings": (),
+    "languages": (),
+    "status": ("settings",),
+    "completion": ("text", "settings"),
+    "diagnostics": ("text", "languages"),
+    "fixes": ("text", "languages", "diagnostics.process"),
+    "model_lifecycle": ("completion", "settings", "status"),
+}
+
+
+def _room(path: Path) -> str:
+    return path.relative_to(PACKAGE / "lsp").with_suffix("").parts[0]
+
+
+@pytest.mark.parametrize("room", sorted(BUILDS_ON))
+def test_each_lsp_room_imports_only_what_it_builds_on(room):
+    lsp = "diffusion_infill.lsp."
+    allowed = tuple(lsp + name for name in (room, *BUILDS_ON[room]))
+    offenders = {
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in (PACKAGE / "lsp").rglob("*.py")
+        if _room(path) == room
+        for name in imported_modules(path)
+        if name.startswith(lsp) and not any(name == own or name.startswith(own + ".") for own in allowed)
+    }
+    assert not offenders
+
+
+def test_every_lsp_room_but_the_server_is_in_the_layering():
+    rooms = {_room(path) for path in (PACKAGE / "lsp").rglob("*.py") if path.name != "__init__.py"}
+    assert rooms - set(BUILDS_ON) == {"server"}
 
 
 def test_engine_never_imports_lsp():

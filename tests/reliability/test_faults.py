@@ -23,7 +23,8 @@ from diffusion_infill.engine.completion.prefix_cache import PrefixCache
 from diffusion_infill.engine.loading import EMBEDDED_MODEL
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
-from diffusion_infill.lsp.completion.worker import CompletionFailed, EngineWorker, Job
+from diffusion_infill.lsp.completion.sampling import CompletionFailed, Job
+from diffusion_infill.lsp.completion.worker import EngineWorker
 
 REQUEST = InfillRequest("def area(width, height):\n    return ", "\n", "python")
 REQUEST_FAILED = -32803
@@ -71,13 +72,13 @@ def test_a_failing_denoising_step_fails_that_request_clearly_and_the_next_one_wo
 ):
     runs = fail_at_step(monkeypatch, step=2, failure=FAILURES[failure])
     drafts = []
-    with caplog.at_level(logging.ERROR, logger="diffusion_infill.lsp.completion.worker"):
+    with caplog.at_level(logging.ERROR, logger="diffusion_infill.lsp.completion.sampling"):
         with pytest.raises(CompletionFailed, match="injected") as error:
             worker.complete(job(drafts)).result(HANG_S)
     assert type(FAILURES[failure]()).__name__ in str(error.value)  # the client is told what failed
     assert len(runs) == 1, "the failed completion was retried"
     assert len(drafts) == 1, "the draft before the failing step was streamed, nothing after it"
-    [record] = [r for r in caplog.records if r.name == "diffusion_infill.lsp.completion.worker"]
+    [record] = [r for r in caplog.records if r.name == "diffusion_infill.lsp.completion.sampling"]
     assert record.levelno == logging.ERROR and record.exc_info is not None  # logged with its traceback
     [final] = worker.complete(job()).result(HANG_S)
     assert final.final and final.valid
@@ -247,7 +248,7 @@ def test_a_denoising_step_that_raises_fails_the_request_clearly_without_retry(se
         answer = session.complete()
         assert answer["error"]["code"] == REQUEST_FAILED
         assert "completion failed: RuntimeError: probability tensor contains" in answer["error"]["message"]
-    failed = "diffusion_infill.lsp.completion.worker ERROR completion failed"
+    failed = "diffusion_infill.lsp.completion.sampling ERROR completion failed"
     log = session.server.wait_for_log(failed, 2, start=log_before)
     assert log.count(failed) == 2, "logged once per failed request: no retry"
     assert "Traceback" in log

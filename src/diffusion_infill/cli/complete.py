@@ -21,6 +21,7 @@ from diffusion_infill.cli.models import (
 )
 from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.requests import Draft, InfillRequest
+from diffusion_infill.lsp.text.positions import ColumnOutOfRange, LineOutOfRange, Lines
 from diffusion_infill.lsp.text.window import around
 
 DRAFT_COLOR, RESET = "\033[33m", "\033[0m"
@@ -53,31 +54,20 @@ class Location:
         return around(text, offset, offset)
 
     def offset(self, text: str) -> int:
-        """Where this location is in `text`, found without splitting it; a LocationError when it is not in it."""
-        start = _line_start(text, self.line)
-        if start is None:
+        """Where this location is in `text`, its lines ending where the server's do (lsp.text.positions),
+        found without splitting it; a LocationError when it is not in it."""
+        try:
+            return Lines(text).character_offset(self.line - 1, self.column - 1)
+        except LineOutOfRange:
             counted = len(text.splitlines())  # what an editor numbers: a final newline ends a line, starts none
-            raise LocationError(f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range")
-        end = text.find("\n", start)
-        length = (len(text) if end == -1 else end) - start
-        if not 1 <= self.column <= length + 1:
-            characters = plural(length, "character")
+            raise LocationError(
+                f"{self.path} has {plural(counted, 'line')}; line {self.line} is out of range"
+            ) from None
+        except ColumnOutOfRange as error:
+            characters = plural(error.length, "character")
             raise LocationError(
                 f"line {self.line} of {self.path} has {characters}; column {self.column} is out of range"
-            )
-        return start + self.column - 1
-
-
-def _line_start(text: str, line: int) -> int | None:
-    """The offset of 1-based `line` (the empty line after a final newline too); None when there is none."""
-    if line < 1:
-        return None
-    start = 0
-    for _ in range(line - 1):
-        start = text.find("\n", start) + 1
-        if start == 0:
-            return None
-    return start
+            ) from None
 
 
 def run(engine, location: Location, text: str, as_json: bool, min_confidence: float | None = None) -> int:

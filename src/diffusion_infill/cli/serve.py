@@ -70,8 +70,8 @@ def main(args: argparse.Namespace) -> int:
     # a GPU is asked of torch; the model stack is the engine thread's to import (lsp.completion.worker)
     check_device(args)
     from diffusion_infill.engine.remote.settings import Credentials
+    from diffusion_infill.lsp.completion.current_engine import TorchStart
     from diffusion_infill.lsp.completion.telemetry import default_path
-    from diffusion_infill.lsp.completion.worker import TorchStart
     from diffusion_infill.lsp.server import ServeOptions, create_server
     from diffusion_infill.lsp.settings import ServerSettings
 

@@ -2,7 +2,7 @@
 the grammar the closure check parses a document with.
 
 A diagnostic carries SOURCE so that a code action request naming it is offered the
-matching fix: diffusion_infill.lsp.diagnostics.publisher writes it, diffusion_infill.lsp.fixes.actions reads it.
+matching fix: diffusion_infill.lsp.diagnostics.publisher writes it, diffusion_infill.lsp.fixes.targets reads it.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ regenerate a selection (lsp.fixes.actions) and diagnostics for JSON and Markdown
 computed in a process of their own).
 
 Handlers only translate: protocol in (lsp.text.documents, lsp.text.positions, lsp.settings),
-engine call (lsp.completion.runs on lsp.completion.worker's thread), protocol out (lsp.completion.items). Model loading
-starts with `initialize`, so that request is answered at once; its progress is reported
-once the client is `initialized`. Nothing here imports the model stack (lsp.completion.worker's thread
-does), so the server answers before torch is imported.
+engine call (lsp.completion.runs on lsp.completion.worker's thread), protocol out (lsp.completion.items).
+Model loading (lsp.model_lifecycle) starts with `initialize`, so that request is answered at once; its
+progress is reported once the client is `initialized`. Nothing here imports the model stack
+(lsp.completion.worker's thread does), so the server answers before torch is imported.
 """
 
 from __future__ import annotations
@@ -28,17 +28,22 @@ from pygls.lsp.server import LanguageServer
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
+from diffusion_infill.lsp.completion.current_engine import State, TorchStart
 from diffusion_infill.lsp.completion.items import items, placement
 from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
+from diffusion_infill.lsp.completion.sampling import CompletionFailed
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
-from diffusion_infill.lsp.completion.worker import CompletionFailed, EngineWorker, LoadOutcome, State, TorchStart
+from diffusion_infill.lsp.completion.worker import EngineWorker
 from diffusion_infill.lsp.diagnostics import publisher
 from diffusion_infill.lsp.fixes import actions
+from diffusion_infill.lsp.fixes.edits import FIX_COMMAND
 from diffusion_infill.lsp.fixes.repairs import Repairs
+from diffusion_infill.lsp.fixes.results import FixResults
+from diffusion_infill.lsp.fixes.targets import KINDS
 from diffusion_infill.lsp.languages import closure_language
+from diffusion_infill.lsp.model_lifecycle import ModelLifecycle
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
-from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 from diffusion_infill.lsp.text.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.text.positions import UTF16, PositionError
 from diffusion_infill.lsp.text.window import ModelText, around
@@ -81,13 +86,12 @@ class InfillServer(LanguageServer):
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
         self.policy = RequestPolicy.of(self.settings, None, judges_lines=False)  # until settings and a model come
         self.runs = Runs(self.worker, self.publish_draft, self.policy)
-        self.fixes = actions.FixResults()  # code-action results per document version and target
+        self.fixes = FixResults()  # code-action results per document version and target
         self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
         self.diagnostics = publisher.Publisher(self)
         self.telemetry = Telemetry(options.telemetry)
-        self.loading: Future[LoadOutcome] | None = None
+        self.model = ModelLifecycle(self)  # loads, reports the load, publishes the state
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
-        self.unreachable = False  # the remote engine's server failed and the user was told; until it answers
         self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
         self.shut_down = False  # a shutdown request came: exit ends with status 0
 
@@ -137,25 +141,6 @@ class InfillServer(LanguageServer):
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffusion-infill: {message}"))
 
-    def publish_status(self, state: str, message: str = "") -> None:
-        """infill/status, and the same line as window/logMessage (lsp.status)."""
-        current = status(self.settings, state, message)
-        self.window_log_message(current.log_message())  # first: a client that sees the status has the line
-        self.protocol.notify(STATUS_NOTIFICATION, current.params())
-
-    def server_failed(self, message: str) -> None:
-        """The remote engine's server failed: told once, not at every keystroke, until it answers again."""
-        if not self.unreachable:
-            self.unreachable = True
-            self.tell(types.MessageType.Error, f"{message}; inline completion is off until the server answers")
-            self.publish_status(ERROR, message)
-
-    def server_answered(self) -> None:
-        """The remote engine's server answered a completion: if it had failed, it is back."""
-        if self.unreachable:
-            self.unreachable = False
-            self.publish_status(READY, "the server answers again")
-
     def adopt_policy(self) -> None:
         """The request policy of the settings and of what the worker knows of the model (lsp.completion.policy):
         built at each settings change and at each model load's start and end, read by every request."""
@@ -163,30 +148,17 @@ class InfillServer(LanguageServer):
         self.runs.policy = self.policy
 
     def load_model(self) -> None:
-        settings, remote = self.settings, self.settings.remote_settings()
+        """Another model: the kept runs and fixes were its predecessor's."""
         self.runs.clear()
         self.fixes.clear()
-        self.unreachable = False
-        if remote is not None:
-            remote = self.credentials.attach(remote)
-            # a setting may have chosen where code goes: whoever reads the log can see where
-            log.warning(
-                "engine openai: the text around the cursor is sent to %s (%s the API key)",
-                remote.url or "(no url)",
-                "with" if remote.api_key else "without",
-            )
-            loading = self.worker.connect(remote, settings.engine_settings())
-        else:
-            loading = self.worker.load(
-                settings.model, settings.device, settings.dtype, settings.engine_settings(), settings.quantize
-            )
-        self.loading = loading
+        self.model.load()
         self.adopt_policy()  # the calibration beside a local checkpoint's weights already gates
-        loop = asyncio.get_running_loop()  # the load's end comes before the completions queued behind it
+        loading, loop = self.model.loading, asyncio.get_running_loop()
+        # the load's end is handled on the loop before the completions queued behind it
         loading.add_done_callback(lambda _: loop.call_soon_threadsafe(self._loaded, loading))
 
-    def _loaded(self, loading: Future[LoadOutcome]) -> None:
-        if self.loading is loading:  # else superseded: the load that replaced it adopts its own policy
+    def _loaded(self, loading: Future) -> None:
+        if self.model.loading is loading:  # else superseded: the load that replaced it adopts its own policy
             self.adopt_policy()
 
     def apply(self, settings: ServerSettings) -> None:
@@ -194,7 +166,7 @@ class InfillServer(LanguageServer):
         previous, self.settings = self.settings, settings
         if settings.model_key() != previous.model_key():
             self.load_model()
-            self.background(report_loading(self))
+            self.background(self.model.report())
             return
         policy = self.policy
         self.adopt_policy()
@@ -293,10 +265,10 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
         raise actions.RequestFailed(f"completion failed: {error}") from None
     except RemoteError as error:  # the server keeps serving; the user hears of it once
-        ls.server_failed(str(error))
+        ls.model.server_failed(str(error))
         return []
     if finals:  # answered (superseded runs answer nothing)
-        ls.server_answered()
+        ls.model.server_answered()
     result = items(
         [window.to_document(draft.text) for draft in finals], where, lines, encoding, accept_command(trigger)
     )
@@ -315,47 +287,7 @@ def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
 def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
     if ls.problems:
         ls.tell(types.MessageType.Warning, "ignored settings: " + "; ".join(ls.problems))
-    ls.background(report_loading(ls))
-
-
-async def report_loading(ls: InfillServer) -> None:
-    """window/workDoneProgress while the model loads, infill/status before and after; window/showMessage
-    if it cannot."""
-    loading, name = ls.loading, ls.settings.model or "the embedded model"
-    if loading is None:
-        return
-    ls.publish_status(LOADING)
-    token = f"diffusion-infill/load/{id(loading)}"
-    progress = bool(ls.client_capabilities.window and ls.client_capabilities.window.work_done_progress)
-    if progress:
-        try:
-            await ls.work_done_progress.create_async(token)
-        except Exception as error:  # the client refused the token: load without a progress bar
-            log.warning("no progress bar: %s", error)
-            progress = False
-    if progress:
-        begin = types.WorkDoneProgressBegin(title="diffusion-infill", message=f"loading {name}")
-        ls.work_done_progress.begin(token, begin)
-    outcome = await asyncio.wrap_future(loading)
-    if progress:
-        done = "ready" if outcome.error is None else "failed"
-        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{name}: {done}"))
-    if ls.loading is not loading:  # settings asked for another model meanwhile: its load says how it ends
-        log.info("superseded load of %s ended%s", name, f": {outcome.error}" if outcome.error else "")
-    elif outcome.error is not None:
-        ls.tell(types.MessageType.Error, f"could not load the model, inline completion is off: {outcome.error}")
-        ls.publish_status(ERROR, outcome.error)
-    elif outcome.unreachable is not None:
-        ls.server_failed(outcome.unreachable)
-    else:
-        log.info("model ready: %s", outcome.source)
-        ls.publish_status(READY, f"from {outcome.source}")
-        if ls.settings.remote_settings() is None and not ls.policy.calibrated:
-            ls.tell(
-                types.MessageType.Info,
-                f"{outcome.source} is not calibrated (no confidence.json): every "
-                "completion is shown while typing; `python -m diffusion_infill.bench.calibrate --write` fits one",
-            )
+    ls.background(ls.model.report())
 
 
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -446,9 +378,9 @@ def create_server(options: ServeOptions) -> InfillServer:
     # Without options pygls does not advertise inlineCompletionProvider, and clients never ask.
     server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(inline_completion)
     server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=actions.KINDS, resolve_provider=True)
+        types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True)
     )(actions.code_actions)
     server.feature(types.CODE_ACTION_RESOLVE)(actions.resolve)
-    server.command(actions.FIX_COMMAND)(actions.run_fix)
+    server.command(FIX_COMMAND)(actions.run_fix)
     server.command(ACCEPT_COMMAND)(accepted)
     return server

@@ -1,6 +1,6 @@
 """The server's state as an editor shows it (a status bar item, a statusline component).
 
-Standard LSP carries what it can: the load is `window/workDoneProgress` (lsp.server) and every
+Standard LSP carries what it can: the load is `window/workDoneProgress` (lsp.model_lifecycle) and every
 change of state is also a `window/logMessage` line. No standard message says "the model is
 ready" or "failed" so that it stays on screen, hence one custom notification, `infill/status`,
 sent at each change: {state, engine, model, message}. A client shows "starting" until the

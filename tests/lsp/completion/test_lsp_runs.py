@@ -12,7 +12,8 @@ from diffusion_infill.engine.remote.client import RemoteError
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.completion.runs import Run, RunKey, Runs
-from diffusion_infill.lsp.completion.worker import EngineWorker, Job
+from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.worker import EngineWorker
 
 
 async def test_the_error_of_a_run_already_answered_is_retrieved():

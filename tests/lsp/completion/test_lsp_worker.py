@@ -11,8 +11,9 @@ import torch
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.loading import ModelLoadError
 from diffusion_infill.engine.settings import EngineSettings
+from diffusion_infill.lsp.completion.current_engine import State, TorchStart
 from diffusion_infill.lsp.completion.policy import RequestPolicy
-from diffusion_infill.lsp.completion.worker import EngineWorker, State, TorchStart
+from diffusion_infill.lsp.completion.worker import EngineWorker
 from diffusion_infill.lsp.settings import ServerSettings
 
 

@@ -13,7 +13,8 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from diffusion_infill.bench.big import broken_json_line
-from diffusion_infill.lsp.fixes.actions import EAGER_MAX_CHARS, FIX_COMMAND
+from diffusion_infill.lsp.fixes.actions import EAGER_MAX_CHARS
+from diffusion_infill.lsp.fixes.edits import FIX_COMMAND
 from tests.lsp.action_client import (
     FIX_JSON,
     applied,

@@ -22,6 +22,7 @@ from pygls.exceptions import JsonRpcException
 from diffusion_infill.bench.big import broken_json_line
 from diffusion_infill.engine.repair.fixes import FixResult
 from diffusion_infill.lsp.fixes import actions
+from diffusion_infill.lsp.fixes.results import FixResults
 from diffusion_infill.lsp.text.documents import Documents
 from tests.lsp.action_client import (
     FIX_JSON,
@@ -167,7 +168,7 @@ def held_server(text: str) -> SimpleNamespace:
     server = SimpleNamespace(
         documents=Documents(),
         encoding="utf-16",
-        fixes=actions.FixResults(),
+        fixes=FixResults(),
         client_capabilities=action_capabilities(**LAZY),
         worker=HeldEngine(),
     )

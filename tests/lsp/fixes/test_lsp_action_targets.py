@@ -1,16 +1,14 @@
-"""Which code actions a request is offered, and the kept results (no server process)."""
+"""Which code actions a request is offered (no server process)."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from diffusion_infill.engine.repair.fixes import FixResult
 from diffusion_infill.lsp.diagnostics.publisher import diagnose
-from diffusion_infill.lsp.fixes.actions import (
+from diffusion_infill.lsp.fixes.targets import (
     ACTIONS,
     CHECK_MAX_CHARS,
     MARKDOWN_CHECK_MAX_CHARS,
-    FixResults,
     Target,
     surroundings,
     targets,
@@ -129,22 +127,6 @@ def test_other_servers_diagnostics_are_ignored():
         range=types.Range(types.Position(0, 0), types.Position(0, 1)), message="x", source="another-server"
     )
     assert offered(document, params(document, 0, 0, [foreign])) == []
-
-
-def test_kept_results_are_bounded_and_the_least_recent_goes_first():
-    results = FixResults(size=2)
-    first, second, third = (
-        ("file:///a", 1, "json", 0, 3),
-        ("file:///a", 1, "json", 0, 4),
-        ("file:///a", 2, "json", 0, 3),
-    )
-    results.put(first, FixResult("a", True))
-    results.put(second, FixResult("b", True))
-    assert results.get(first).text == "a"  # now the most recent
-    results.put(third, FixResult("c", True))
-    assert results.get(second) is None and results.get(first).text == "a" and results.get(third).text == "c"
-    results.clear()
-    assert results.get(first) is None
 
 
 def test_a_diagnostic_from_before_the_document_shrank_is_ignored():

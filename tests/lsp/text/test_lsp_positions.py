@@ -1,6 +1,9 @@
-"""Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK."""
+"""Positions in utf-8/16/32 and incremental document sync, on lines with emoji and CJK; the command
+line's exact character positions on the same lines."""
 
 import random
+import subprocess
+import sys
 import tracemalloc
 from unittest import mock
 
@@ -9,7 +12,15 @@ from lsprotocol.types import Position, Range, TextDocumentContentChangePartial, 
 
 from diffusion_infill.lsp.text import positions, rope
 from diffusion_infill.lsp.text.documents import Documents, UnknownDocument
-from diffusion_infill.lsp.text.positions import UTF8, UTF16, UTF32, Lines, PositionError
+from diffusion_infill.lsp.text.positions import (
+    UTF8,
+    UTF16,
+    UTF32,
+    ColumnOutOfRange,
+    LineOutOfRange,
+    Lines,
+    PositionError,
+)
 from diffusion_infill.lsp.text.rope import Rope
 
 # "😀" is 1 code point, 2 UTF-16 units, 4 UTF-8 bytes; "中" is 1, 1, 3.
@@ -45,6 +56,38 @@ def test_character_past_line_end_means_line_end_and_line_past_end_is_an_error():
     assert lines.offset(Position(3, 0), UTF16, clamp_line=True) == len(TEXT)
     with pytest.raises(PositionError):  # only the line right after the last is a place an editor can mean
         lines.offset(Position(4, 0), UTF16, clamp_line=True)
+
+
+def test_a_character_offset_is_the_utf32_position_of_the_server_and_never_clamped():
+    """The command line's PATH:LINE:COL and --range (0-based here) find the offsets an editor's utf-32
+    positions find, on the same lines ("\r\n" one line end, form feed and U+2028 none); past a line's end
+    or the last line it is an error that says how long the line is or how many lines there are."""
+    lines = Lines(TEXT)
+    for line in range(len(lines)):
+        length = len(lines.line(line))
+        for column in range(length + 1):
+            assert lines.character_offset(line, column) == lines.offset(Position(line, column), UTF32)
+        with pytest.raises(ColumnOutOfRange) as past_the_end:
+            lines.character_offset(line, length + 1)
+        assert past_the_end.value.length == length
+    with pytest.raises(ColumnOutOfRange):
+        lines.character_offset(0, -1)
+    for line in (-1, 3):
+        with pytest.raises(LineOutOfRange) as missing:
+            lines.character_offset(line, 0)
+        assert missing.value.lines == 3
+
+
+def test_the_command_line_finds_positions_without_importing_lsprotocol():
+    """lsprotocol.types takes about a second to import: `fix --range` and `complete PATH:LINE:COL` do not pay it."""
+    probe = (
+        "import sys\nfrom diffusion_infill.cli.complete import Location\n"
+        "from diffusion_infill.cli.fix import Selection\n"
+        "Location.parse('f.py:2:2').offset('ab\\ncd\\n'); Selection.parse('1:1-2:2', 'ab\\ncd\\n')\n"
+        "print(sorted(name for name in ('lsprotocol', 'pygls', 'torch') if name in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_round_trip_every_offset():

@@ -34,7 +34,8 @@ from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.policy import RequestPolicy
-from diffusion_infill.lsp.completion.worker import EngineWorker, Job
+from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.worker import EngineWorker
 
 log = logging.getLogger(__name__)
 

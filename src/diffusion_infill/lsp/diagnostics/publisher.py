@@ -4,7 +4,7 @@ JSON: the damage tree-sitter-json and `json.loads` find (diffusion_infill.engine
 JSONC documents comments and trailing commas are allowed, so they are blanked out first.
 Markdown: the structure rules (diffusion_infill.engine.repair.markdown_rules). Each diagnostic carries our
 `source`, so a code action request that names it is offered the matching fix
-(diffusion_infill.lsp.fixes.actions).
+(diffusion_infill.lsp.fixes.targets).
 
 Both look at the whole document: milliseconds for a small one, seconds for a large one
 (docs/reliability.md), most of it holding the GIL. So `Publisher` computes them in a process of

@@ -5,6 +5,9 @@ units unless `positionEncoding` says utf-8 or utf-32, so an emoji is 2 units in 
 and 4 in UTF-8, a CJK character 1 and 3. Lines end at "\\r\\n", "\\r" or "\\n" only:
 `str.splitlines` also splits at form feeds, U+2028 and others, which would shift every
 line number after them (pygls' own text document uses it, hence this module).
+
+The command line's PATH:LINE:COL and --range (cli.complete, cli.fix) are found here too, in characters
+(`Lines.character_offset`), so that its lines end where the server's do.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from functools import partial
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 import numpy as np
-from lsprotocol.types import Position
 
 from diffusion_infill.lsp.text.rope import Rope
+
+if TYPE_CHECKING:
+    from lsprotocol.types import Position
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 BLOCK = 4_096  # line starts in a block of Lines
@@ -25,6 +31,22 @@ _CODECS = {UTF8: ("utf-8", 1), UTF16: ("utf-16-le", 2)}  # Python codec, bytes p
 
 class PositionError(ValueError):
     """A position that names no place in the document."""
+
+
+class LineOutOfRange(PositionError):
+    """A line past the text's last one."""
+
+    def __init__(self, line: int, lines: int):
+        super().__init__(f"line {line} is out of range: the document has {lines} lines")
+        self.lines = lines  # how many the text has
+
+
+class ColumnOutOfRange(PositionError):
+    """A column past the end of its line (Lines.character_offset: LSP's positions clamp it instead)."""
+
+    def __init__(self, line: int, column: int, length: int):
+        super().__init__(f"character {column} of line {line} is out of range: the line has {length} characters")
+        self.length = length  # the line's characters, without its line break
 
 
 def units(text: str, encoding: str) -> int:
@@ -106,6 +128,12 @@ class Lines:
         following = self.start(index + 1)
         return following - (2 if self.text[following - 2 : following] == "\r\n" else 1)
 
+    def _bounds(self, index: int) -> tuple[int, int]:
+        """Where line `index` starts and ends; LineOutOfRange when the text has no such line."""
+        if not 0 <= index < len(self):
+            raise LineOutOfRange(index, len(self))
+        return self.start(index), self.end(index)
+
     def line(self, index: int) -> str:
         """The text of line `index`, without its line break."""
         return self.text[self.start(index) : self.end(index)]
@@ -145,11 +173,9 @@ class Lines:
         very end of a document sometimes name it), but a line further on is still an error: no
         editor means it (issue 34's rule).
         """
-        if position.line >= len(self):
-            if clamp_line and position.line == len(self):
-                return len(self.text)
-            raise PositionError(f"line {position.line} is out of range: the document has {len(self)} lines")
-        start, end, column = self.start(position.line), self.end(position.line), position.character
+        if clamp_line and position.line == len(self):
+            return len(self.text)
+        (start, end), column = self._bounds(position.line), position.character
         if encoding == UTF32 or self.text.isascii():
             return min(start + column, end)
         if isinstance(self.text, Rope):  # past the whole pieces before the column, counted once
@@ -166,8 +192,21 @@ class Lines:
                 f"character {position.character} of line {position.line} falls inside a character ({encoding})"
             ) from None
 
+    def character_offset(self, line: int, column: int) -> int:
+        """The offset of 0-based `line` and `column`, the column counted in characters (code points) and
+        never clamped: a command line's number past the end is a mistake to report (LineOutOfRange,
+        ColumnOutOfRange), where an editor's position past a line's end means its end."""
+        start, end = self._bounds(line)
+        if not 0 <= column <= end - start:
+            raise ColumnOutOfRange(line, column, end - start)
+        return start + column
+
     def position(self, offset: int, encoding: str) -> Position:
         """The position of `offset` in `text`, in `encoding` units."""
+        # Imported here: lsprotocol.types takes about a second to import, which the command line's
+        # character_offset (cli.complete, cli.fix) does not pay; once imported this is a dictionary lookup.
+        from lsprotocol.types import Position
+
         if not 0 <= offset <= len(self.text):
             raise PositionError(f"offset {offset} is outside the text")
         line = self._line_of(offset)
