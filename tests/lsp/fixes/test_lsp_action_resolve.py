@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from concurrent.futures import Future
 from types import SimpleNamespace
 
@@ -123,9 +125,17 @@ async def test_fix_json_runs_apart_so_a_completion_is_answered_meanwhile_and_an_
     resolving = asyncio.ensure_future(resolve(editor, action))
     both = await appears(lambda: _two(workers(server)), 60)
     assert both, "no repairs process beside the diagnostics one"
-    python = editor.open("def add(a, b):\n    return ", "python", ".py")
-    await editor.request(python, types.Position(1, 11), invoked=True)
-    assert not resolving.done()  # the completion did not wait for the fix
+    # Both processes are held still while the completion is asked: however fast the repair (its
+    # process is warm after the tests before), it cannot end first, and the completion needs neither.
+    for pid in both:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        python = editor.open("def add(a, b):\n    return ", "python", ".py")
+        await editor.request(python, types.Position(1, 11), invoked=True)
+        assert not resolving.done()  # the completion did not wait for the fix
+    finally:
+        for pid in both:
+            os.kill(pid, signal.SIGCONT)
     editor.insert(uri, types.Position(0, 1), " ")
     with pytest.raises(JsonRpcException) as failure:
         await resolving
