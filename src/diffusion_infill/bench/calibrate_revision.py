@@ -28,7 +28,7 @@ import torch
 
 from diffusion_infill.bench.replay import FULL_CHARS, FULL_FILES, Excerpt, asked, excerpts
 from diffusion_infill.engine.completion import copied_lines, judge
-from diffusion_infill.engine.completion.confidence import Calibration, fit_values
+from diffusion_infill.engine.completion.confidence import Calibration, fit_values, gate_threshold
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.loading import EMBEDDED_MODEL, load
 from diffusion_infill.engine.settings import EngineSettings
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # The server offers a completion only at or above the checkpoint's own minConfidence: a judged line
     # under it would be hidden where denoising might have answered, so the engine's cut is never lower.
-    gate = engine.calibration.threshold if engine.calibration else 0.0
+    gate = gate_threshold(None, engine.calibration)
     calibration = replace(calibration, threshold=max(pick_threshold(calibration, tuning, args.precision), gate))
     if args.write:
         calibration.save(args.model, judge.REVISION_FILE)

@@ -120,9 +120,11 @@ class InfillEngine:
             return None
         candidates = copied_lines.candidates(request, request.others)
         best = judge.best(self, request, candidates)
-        if best is None or best[0] < self.revision.threshold:
+        if best is None:
             return None
         chance, judged = best
+        if chance < self.revision.threshold:
+            return None
         if not syntax_check.check(request.prefix, judged.text, request.suffix, request.language).valid:
             return None
         return Draft(judged.text, 1, 0.0, final=True, valid=True, confidence=chance, source=REVISED)
@@ -158,21 +160,21 @@ class InfillEngine:
         """One pass of the sampler over the current canvas, a Draft per step, stopping early when a
         wanted single line has ended. False: cancelled, or the pass took no step (nothing to answer)."""
         run.last, run.line_ended = None, False
+        ids, noise = self.loaded.ids, self.loaded.spec.noise
         for last in denoise(
             self.loaded.model,
             run.cache,
             run.layout,
-            self.loaded.ids,
+            ids,
             run.denoise,
-            noise=self.loaded.spec.noise,
+            noise=noise,
             start=run.start,
             processors=run.processors,
             cancelled=cancelled,
         ):
             run.last, run.step, run.entropy = last, run.step + 1, float(last.mean_entropy[0])
             run.chosen.observe(last.logits[0], last.argmax[0], last.live[0])
-            run.passes.observe(last, run.gap, self.loaded.ids.end)
-            ids, noise = self.loaded.ids, self.loaded.spec.noise
+            run.passes.observe(last, run.gap, ids.end)
             shown = canvas_layout.shown(last.current[0].tolist(), last.argmax[0].tolist(), run.gap, ids, noise)
             text = insertion_text(self.loaded.tokenizer, shown, run.context.healed, run.one_line)
             yield Draft(text, run.step, run.entropy, final=False, prefill_ms=run.prefill_ms)

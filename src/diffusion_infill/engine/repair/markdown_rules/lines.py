@@ -198,7 +198,7 @@ def _lines(text: str, unchanged: list[_Line] | None = None, at: int = 0) -> list
             elif marker:
                 items.append(_content_indent(inner))
         previous_blank = blank
-        lines.append(_Line(offset, raw, code or kind == "close", kind, "", before))
+        lines.append(_Line(offset, raw, code or kind == "close", kind, before=before))
         offset += len(raw) + 1
     return lines
 
