@@ -538,7 +538,9 @@ async def _opened(request: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def _status(error: openai.APIStatusError) -> str:
-    return f"{error.status_code}: {server_text(str(error.message))}"
+    """The status and the server's words: the error's message from JSON, else the body's text (an error page)."""
+    said = error.body if isinstance(error.body, str) and error.body else str(error.message)
+    return f"{error.status_code}: {server_text(said)}"
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ class ServerClient(openai.DefaultAsyncHttpxClient):
                 break  # answered, or sent elsewhere: the 3xx is the answer (RemoteEngine says where to)
             await response.aclose()
             request = following
-        if not stream:
+        if not stream or response.is_error:  # an error's text is read for the message (bounded as any reply)
             try:
                 await response.aread()
             except BaseException:
