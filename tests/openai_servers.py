@@ -384,3 +384,28 @@ class FaultyServer:
     def close(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+
+def events(handler: BaseHTTPRequestHandler, pieces, delay: float = 0.0) -> None:
+    """Streams `pieces` as plain-completion events, `delay` seconds apart."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    for text in pieces:
+        chunk = {"id": "x", "object": "text_completion", "created": 0, "model": "m"}
+        chunk["choices"] = [{"index": 0, "text": text, "finish_reason": None, "logprobs": None}]
+        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        handler.wfile.flush()
+        time.sleep(delay)
+    handler.wfile.write(b"data: [DONE]\n\n")
+
+
+def body(handler: BaseHTTPRequestHandler, status: int, data: bytes, kind: str = "application/json", **headers) -> None:
+    """One reply with `data` as its body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -4,12 +4,11 @@ Issue 52, items 1 and 2."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 
 import pytest
-from openai_servers import FaultyServer, SilentServer
+from openai_servers import FaultyServer, SilentServer, body, events
 
 from diffusion_infill.engine.remote.client import RemoteEngine, RemoteError, RemoteTimeout, forget_servers
 from diffusion_infill.engine.remote.settings import RemoteSettings
@@ -23,29 +22,6 @@ def _fresh_probes():
     forget_servers()
     yield
     forget_servers()
-
-
-def events(handler, pieces, delay: float = 0.0) -> None:
-    handler.send_response(200)
-    handler.send_header("Content-Type", "text/event-stream")
-    handler.end_headers()
-    for text in pieces:
-        chunk = {"id": "x", "object": "text_completion", "created": 0, "model": "m"}
-        chunk["choices"] = [{"index": 0, "text": text, "finish_reason": None, "logprobs": None}]
-        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        handler.wfile.flush()
-        time.sleep(delay)
-    handler.wfile.write(b"data: [DONE]\n\n")
-
-
-def body(handler, status: int, data: bytes, kind: str = "application/json", **headers) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", kind)
-    handler.send_header("Content-Length", str(len(data)))
-    for name, value in headers.items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(data)
 
 
 def engine_for(url: str, **overrides) -> RemoteEngine:
