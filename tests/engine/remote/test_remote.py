@@ -20,7 +20,6 @@ from diffusion_infill.engine.remote.client import (
     RemoteEngine,
     RemoteError,
     RemoteRepairer,
-    before_head,
     clamped_canvas,
 )
 from diffusion_infill.engine.remote.settings import Credentials, RemoteSettings, api_key
@@ -204,11 +203,6 @@ def test_the_diffusion_arguments_meet_vllms_validation():
     assert all(0 <= pin < width for pin in pins)
     assert xargs["diffusion_max_steps"] == 12
     assert "diffusion_pinned" not in clamped_canvas([], 4, vocab, random.Random(0)).xargs(None)
-
-
-def test_a_canvas_answer_ends_before_the_pinned_suffix_head():
-    assert before_head("total += 1)\n    return", ")\n    return") == "total += 1"
-    assert before_head("total += 1", ")\n    return") == "total += 1"  # the server ended at EOS
 
 
 def test_single_line_shaping_applies_to_server_answers(chat_engine):
