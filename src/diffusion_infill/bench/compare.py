@@ -126,8 +126,8 @@ def _engine(config: Config, model: Path | None, baseline: Path, quantize: str = 
 
 
 def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
-    from diffusion_infill.engine.completion import typed_along
     from diffusion_infill.engine.completion.prefix_cache import PrefixCache
+    from diffusion_infill.lsp.completion import typed_along
 
     first = run_case(engine, case, tokenizer, prefill_passes)
     if len(first["text"]) <= TYPED_CHARACTERS:

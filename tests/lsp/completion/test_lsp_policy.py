@@ -5,8 +5,8 @@ and the gate are decided."""
 from __future__ import annotations
 
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.without_run import Asked
 from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
+from diffusion_infill.lsp.completion.without_run import Asked
 from diffusion_infill.lsp.settings import ServerSettings
 
 CALIBRATED = Calibration({}, 0.0, threshold=0.6, quiet_after=" :")

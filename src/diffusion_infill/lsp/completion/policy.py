@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion.confidence import Calibration, gate_threshold
-from diffusion_infill.engine.completion.without_run import Asked
+from diffusion_infill.lsp.completion.without_run import Asked
 from diffusion_infill.lsp.settings import ServerSettings
 
 
@@ -26,7 +26,7 @@ class CopiedLines(enum.Enum):
     """Who answers a request from lines copied from the code."""
 
     OFF = "off"  # the documentDrafts setting is off: no one
-    SERVER = "server"  # the server, with the document's draft (engine.completion.without_run), unjudged
+    SERVER = "server"  # the server, with the document's draft (lsp.completion.without_run), unjudged
     ENGINE = "engine"  # the engine, which copies lines from this and the other open documents and judges them
 
 
@@ -34,7 +34,7 @@ class CopiedLines(enum.Enum):
 class RequestPolicy:
     invoked_items: int = 3  # completions an Invoked request is offered, for cycling
     gate: float = 0.0  # the confidence a completion offered to an Automatic request needs; Invoked: none
-    quiet_after: str = ""  # characters after which an Automatic request runs nothing (engine.completion.triggers)
+    quiet_after: str = ""  # characters after which an Automatic request runs nothing (lsp.completion.triggers)
     calibrated: bool = False  # the model's completions have calibrated estimates (a document draft needs them)
     copied_lines: CopiedLines = CopiedLines.OFF
 
@@ -64,7 +64,7 @@ class RequestPolicy:
         return self.gate if automatic else 0.0
 
     def asked(self, samples: int, automatic: bool) -> Asked:
-        """What engine.completion.without_run needs to know of a request besides its text."""
+        """What lsp.completion.without_run needs to know of a request besides its text."""
         return Asked(
             samples,
             self.threshold(automatic),

@@ -1,13 +1,13 @@
-"""diffusion_infill.engine.completion.without_run: the suggestion cache, then the document's draft, then a quiet
+"""diffusion_infill.lsp.completion.without_run: the suggestion cache, then the document's draft, then a quiet
 character; otherwise the engine runs (with a warm start when a completion is typed along)."""
 
 from __future__ import annotations
 
 from samples import RESETTING as CLASS  # the draft `self.items` gets is estimated at 0.88
 
-from diffusion_infill.engine.completion.suggestion_cache import Suggestion
-from diffusion_infill.engine.completion.without_run import Answer, Asked, WithoutRun
 from diffusion_infill.engine.requests import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion
+from diffusion_infill.lsp.completion.without_run import Answer, Asked, WithoutRun
 
 TYPING = Asked(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
 

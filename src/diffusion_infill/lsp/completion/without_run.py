@@ -3,15 +3,15 @@
 `complete`, always runs the model under it).
 
 In order, for a request:
-1. the suggestion cache (diffusion_infill.engine.completion.suggestion_cache): the same context again gets the
-   completion kept for it; a shown suggestion typed along (diffusion_infill.engine.completion.typed_along)
+1. the suggestion cache (diffusion_infill.lsp.completion.suggestion_cache): the same context again gets the
+   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.typed_along)
    gets its rest;
 2. the document's draft (diffusion_infill.engine.completion.repeated_text), for a single-item request that may
    have one, when its estimate clears the threshold and the model is calibrated: only then do
    the model's completions have estimates on the same scale, and an uncalibrated model (a real
    DiffusionGemma, a server's model) is taken to know better than a repetition;
 3. a quiet request (as-you-type, right after a character that rarely starts an accepted
-   completion, diffusion_infill.engine.completion.triggers) gets nothing.
+   completion, diffusion_infill.lsp.completion.triggers) gets nothing.
 Otherwise the engine runs. A request for several items gets the kept completion first and the
 engine samples only the others (the kept one stays the context's: one sample and one gate
 decision per context, whichever request asks first); a single-item request runs with a warm
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion import repeated_text, triggers
+from diffusion_infill.engine.completion import repeated_text
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from diffusion_infill.engine.requests import DOCUMENT, InfillRequest
+from diffusion_infill.lsp.completion import triggers
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
 
 
 @dataclass(frozen=True)
