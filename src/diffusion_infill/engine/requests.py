@@ -26,7 +26,7 @@ class InfillRequest:
     others: tuple[str, ...] = ()  # text of other open documents of the language: lines to copy from
     # a line copied from the code may answer (engine.completion.judge); off for the later samples of
     # an Invoked request, which the model draws so that they differ from it
-    copied_lines: bool = True
+    document_drafts: bool = True
 
 
 @dataclass(frozen=True)

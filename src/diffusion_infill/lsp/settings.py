@@ -47,7 +47,7 @@ class ServerSettings:
 
     def engine_settings(self) -> EngineSettings:
         # documentDrafts lets the engine copy lines; who answers from them: lsp.completion.policy
-        return EngineSettings(mode=self.mode, line_drafts=self.document_drafts).with_overrides(
+        return EngineSettings(mode=self.mode, document_drafts=self.document_drafts).with_overrides(
             max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound
         )
 

@@ -116,7 +116,7 @@ class InfillEngine:
     def _copied_line(self, request: InfillRequest) -> Draft | None:
         """The best line copied from the code as the model judges it, when its estimate clears the
         revision calibration's threshold and it keeps closure; None otherwise (or without that calibration)."""
-        if self.revision is None or not (self.settings.line_drafts and request.copied_lines):
+        if self.revision is None or not (self.settings.document_drafts and request.document_drafts):
             return None
         candidates = copied_lines.candidates(request, request.others)
         best = judge.best(self, request, candidates)

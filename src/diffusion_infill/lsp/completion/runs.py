@@ -86,7 +86,7 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         started = time.monotonic()
-        answer = self._no_run.answer(request, self.policy.asked(key.samples, key.automatic))
+        answer = self._no_run.answer(request, self.policy.terms(key.samples, key.automatic))
         if not answer.run:
             return self._without_run(key, position, answer.kept, started)
         run = self._live.get(key.uri)

@@ -31,7 +31,7 @@ from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, Suggest
 
 
 @dataclass(frozen=True)
-class Asked:
+class RequestTerms:
     """What the policy needs to know of a request besides its text."""
 
     samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
@@ -55,13 +55,13 @@ class WithoutRun:
     def __init__(self, cache: SuggestionCache | None = None):
         self.cache = cache or SuggestionCache()
 
-    def answer(self, request: InfillRequest, asked: Asked) -> Answer:
-        kept = self.cache.lookup(request, asked.threshold)
-        if kept is None and asked.samples == 1 and self._drafts_apply(asked):
-            kept = self._document_draft(request, asked.threshold)
+    def answer(self, request: InfillRequest, terms: RequestTerms) -> Answer:
+        kept = self.cache.lookup(request, terms.threshold)
+        if kept is None and terms.samples == 1 and self._drafts_apply(terms):
+            kept = self._document_draft(request, terms.threshold)
         if kept is not None:
-            return Answer(kept, run=asked.samples > 1)
-        if asked.automatic and triggers.quiet(request.prefix, asked.quiet_after):
+            return Answer(kept, run=terms.samples > 1)
+        if terms.automatic and triggers.quiet(request.prefix, terms.quiet_after):
             return Answer(None, run=False)
         warm = self.cache.typed_along(request)  # not shown, or the cache would have answered
         return Answer(None, run=True, start_text=warm.text if warm is not None else None)
@@ -74,8 +74,8 @@ class WithoutRun:
         self.cache.clear()
 
     @staticmethod
-    def _drafts_apply(asked: Asked) -> bool:
-        return asked.automatic and asked.document_drafts and asked.calibrated
+    def _drafts_apply(terms: RequestTerms) -> bool:
+        return terms.automatic and terms.document_drafts and terms.calibrated
 
     def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""
