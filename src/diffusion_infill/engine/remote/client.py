@@ -20,6 +20,7 @@ caller's thread waits on a queue, so cancelling closes the HTTP request at once.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import queue
 import random
@@ -414,7 +415,7 @@ class RemoteEngine:
             error = cause
         elif isinstance(error, openai.APIConnectionError):
             return RemoteError(f"cannot reach {url}: {cause or error}")
-        if isinstance(error, (openai.APIError, ValueError)):  # what the reply held: JSON, UTF-8, shape, size
+        if isinstance(error, (openai.APIError, json.JSONDecodeError, UnicodeDecodeError, MalformedReply)):
             return RemoteError(f"{url} sent a malformed reply ({type(error).__name__}: {server_text(str(error))})")
         return None
 
