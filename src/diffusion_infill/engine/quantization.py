@@ -26,7 +26,7 @@ import re
 
 import torch
 
-from diffusion_infill.engine.checkpoint import ModelLoadError, quantize_problem
+from diffusion_infill.engine.checkpoint import TORCHAO_MISSING, ModelLoadError, quantize_problem
 
 # Module weights and expert parameters, by name: the layers' attention and MLP projections, the
 # self-conditioning MLP, and the experts.
@@ -46,7 +46,7 @@ def _weight_config(mode: str):
     try:
         from torchao.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig
     except ImportError:
-        raise ModelLoadError(f"--quantize {mode} needs torchao: pip install torchao (install.sh installs it)") from None
+        raise ModelLoadError(TORCHAO_MISSING.format(mode=mode)) from None
     if mode == "int8":
         return Int8WeightOnlyConfig()
     return Int4WeightOnlyConfig(group_size=INT4_GROUP, int4_packing_format="tile_packed_to_4d")
@@ -54,9 +54,9 @@ def _weight_config(mode: str):
 
 def _torchao_config(mode: str):
     """The whole model's config: each weight named by _LINEARS and _EXPERTS."""
+    config = _weight_config(mode)  # first: its import names the way out when torchao is missing
     from torchao.quantization import FqnToConfig
 
-    config = _weight_config(mode)
     return FqnToConfig({_LINEARS: config, _EXPERTS: config})
 
 
