@@ -35,7 +35,10 @@ def instruct_dir(tmp_path_factory, tiny_tokenizer):
     torch.manual_seed(0)
     model = diffusion_model(replace(SHAPE, vocab=len(tiny_tokenizer)), canvas=CANVAS, dtype=torch.float32)
     model.generation_config = DiffusionGemmaGenerationConfig(
-        **CHECKPOINT, sampler_config=EntropyBoundSamplerConfig(entropy_bound=CHECKPOINT_BOUND), bos_token_id=2, eos_token_id=1
+        **CHECKPOINT,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=CHECKPOINT_BOUND),
+        bos_token_id=2,
+        eos_token_id=1,
     )
     model.save_pretrained(directory)
     tokenizer = copy.deepcopy(tiny_tokenizer)

@@ -11,8 +11,9 @@ also packs experts and selects one), on CUDA only and in bfloat16.
 What transformers does not do by itself for this model:
 - `modules_to_not_convert` is given: left at None, transformers skips every tied weight, and the
   encoder's layers are tied to the decoder's (one set of weights), so nothing would be quantized.
-- `experts_implementation="eager"`: the default grouped_mm transposes the 3D weight, which torchao's
-  tensors do not implement; eager selects one expert's weight (aten.select) and runs F.linear on it.
+- `experts_implementation="sorted"` (engine.sorted_experts): the default grouped_mm transposes the 3D
+  weight and batched_mm indexes it, which torchao's tensors do not implement; sorted selects one
+  expert's weight (aten.select) as eager does, without eager's two host synchronisations per expert.
 - The decoder runs under torch.no_grad, not inference_mode (completion/sampler.py): selecting an
   expert of an Int8Tensor fails in inference mode ("Cannot set version_counter for inference tensor").
 
@@ -26,6 +27,7 @@ import re
 
 import torch
 
+from diffusion_infill.engine import sorted_experts
 from diffusion_infill.engine.checkpoint import TORCHAO_MISSING, ModelLoadError, quantize_problem
 
 # Module weights and expert parameters, by name: the layers' attention and MLP projections, the
@@ -86,7 +88,7 @@ def is_quantized_weight(name: str) -> bool:
 def quantize_in_place(model: torch.nn.Module, mode: str) -> None:
     """Quantizes a model built in memory (bench/throughput.py: random weights never written to disk)
     with the same configs as loading; a weight shared by two modules (the encoder's layers are the
-    decoder's) is quantized once and shared again. Its experts must run eager (loading_options)."""
+    decoder's) is quantized once and shared again. Its experts must run sorted (loading_options)."""
     if mode == "none":
         return
     from torchao.quantization import FqnToConfig, quantize_
