@@ -84,7 +84,10 @@ def test_bench_int4_without_cuda_is_one_line_before_the_run(console_script):
 
 # torchao not installed (`pip install diffusion-infill` without [quantize]): a None in sys.modules
 # makes `import torchao` fail and importlib.util.find_spec answer None, as for a missing package
-WITHOUT_TORCHAO = "import sys\nsys.modules['torchao'] = None\nfrom diffusion_infill.cli.main import main\nsys.exit(main(sys.argv[1:]))"
+WITHOUT_TORCHAO = (
+    "import sys\nsys.modules['torchao'] = None\n"
+    "from diffusion_infill.cli.main import main\nsys.exit(main(sys.argv[1:]))"
+)
 
 
 @pytest.mark.parametrize("mode", ["int8", "int4"])

@@ -27,7 +27,6 @@ import re
 
 import torch
 
-from diffusion_infill.engine import sorted_experts
 from diffusion_infill.engine.checkpoint import TORCHAO_MISSING, ModelLoadError, quantize_problem
 
 # Module weights and expert parameters, by name: the layers' attention and MLP projections, the
