@@ -74,7 +74,9 @@ def loading_options(mode: str | None, device: torch.device, dtype: torch.dtype) 
 
     # the vision tower: not a tied weight, named so that transformers does not skip the tied layers
     config = TorchAoConfig(quant_type=_torchao_config(mode), modules_to_not_convert=["vision_tower"])
-    return dict(quantization_config=config, experts_implementation="eager")
+    from diffusion_infill.engine import sorted_experts  # registers its name with transformers
+
+    return dict(quantization_config=config, experts_implementation=sorted_experts.NAME)
 
 
 def is_quantized_weight(name: str) -> bool:
