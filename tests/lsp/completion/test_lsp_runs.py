@@ -1,15 +1,17 @@
 """lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a
-publish callback that raises is logged and the run still answers."""
+publish callback that raises is logged and the run still answers; a finished result answers only the key it was
+computed for."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from concurrent.futures import Future
 
 from lsprotocol.types import Position
 
 from diffusion_infill.engine.remote.client import RemoteError
-from diffusion_infill.engine.requests import InfillRequest
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.completion.runs import Run, RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import Job
@@ -55,3 +57,27 @@ async def test_a_publish_callback_that_raises_is_logged_and_the_run_still_answer
     assert len(finals) == 1 and finals[0].final
     assert reports == []  # no draft's callback raised into the event loop either
     assert "the client's stream is closed" in caplog.text
+
+
+class AnsweringWorker:
+    """The engine thread's side of a run, answering each job at once with a text of its own."""
+
+    def __init__(self):
+        self.jobs: list[Job] = []
+
+    def complete(self, job: Job) -> Future[list[Draft]]:
+        self.jobs.append(job)
+        answered: Future[list[Draft]] = Future()
+        answered.set_result([Draft(f"answer {len(self.jobs)}", 3, 0.0, final=True, valid=True)])
+        return answered
+
+
+async def test_a_second_cursor_on_the_same_version_starts_a_new_run():
+    """The finished result is kept for the very key it answered, not for any request of the document."""
+    worker = AnsweringWorker()
+    runs = Runs(worker, lambda *_: None)  # type: ignore[arg-type]: only `complete` is called
+    first = await runs.complete(RunKey("file:///a.py", 1, 4, None, 1), InfillRequest("x = ", "1\n"), Position(0, 4))
+    again = await runs.complete(RunKey("file:///a.py", 1, 4, None, 1), InfillRequest("x = ", "1\n"), Position(0, 4))
+    other = await runs.complete(RunKey("file:///a.py", 1, 1, None, 1), InfillRequest("x", " = 1\n"), Position(0, 1))
+    assert [draft.text for draft in (*first, *again, *other)] == ["answer 1", "answer 1", "answer 2"]
+    assert [job.request.prefix for job in worker.jobs] == ["x = ", "x"]
