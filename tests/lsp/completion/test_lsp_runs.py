@@ -81,3 +81,34 @@ async def test_a_second_cursor_on_the_same_version_starts_a_new_run():
     other = await runs.complete(RunKey("file:///a.py", 1, 1, None, 1), InfillRequest("x", " = 1\n"), Position(0, 1))
     assert [draft.text for draft in (*first, *again, *other)] == ["answer 1", "answer 1", "answer 2"]
     assert [job.request.prefix for job in worker.jobs] == ["x = ", "x"]
+
+
+class HeldWorker:
+    """The engine thread's side of a run that is still denoising: its job never ends on its own."""
+
+    def __init__(self):
+        self.jobs: list[Job] = []
+
+    def complete(self, job: Job) -> Future[list[Draft]]:
+        self.jobs.append(job)
+        return Future()
+
+
+async def test_a_draft_handed_over_after_the_run_was_stopped_is_not_published():
+    """The engine finishes the step it is in before it looks at the cancel: that step's draft reaches the event
+    loop after the edit and must not repaint the editor (the end-to-end test of this, test_lsp_late_drafts.py,
+    catches it only when the timing puts a step there)."""
+    worker, published = HeldWorker(), []
+    runs = Runs(worker, lambda key, at, draft, *_: published.append(draft.text))  # type: ignore[arg-type]
+    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=True)
+    answer = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
+    while not worker.jobs:
+        await asyncio.sleep(0)
+    [job] = worker.jobs
+    job.on_draft(Draft("1 +", 1, 0.0, final=False))
+    await asyncio.sleep(0)  # the loop runs the callback the engine thread scheduled
+    runs.invalidate(key.uri)  # an edit
+    assert await answer == []
+    job.on_draft(Draft("1 + 2", 2, 0.0, final=False))  # the step in flight when the edit came
+    await asyncio.sleep(0)
+    assert published == ["1 +"]
