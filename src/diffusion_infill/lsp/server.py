@@ -29,7 +29,7 @@ from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.current_engine import State, TorchStart
-from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.items import SelectedEntry, items, placement
 from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import CompletionFailed
@@ -207,11 +207,8 @@ def _tracked(ls: InfillServer, uri: str) -> bool:
         raise _invalid(error) from None
 
 
-Selected = tuple[int, int, str]  # the completion menu's selected entry: start offset, end offset, text
-
-
-def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, Selected | None]:
-    """The document, the cursor offset and the selected menu entry (start, end, text) of a request."""
+def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, SelectedEntry | None]:
+    """The document, the cursor offset and the selected menu entry of a request."""
     try:
         document = ls.documents.get(params.text_document.uri)
         lines, encoding = document.lines, ls.encoding
@@ -224,7 +221,7 @@ def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Doc
         raise _invalid(error) from None
     if not start <= cursor or start > end:
         raise _invalid(ValueError("selectedCompletionInfo.range must start at or before the cursor"))
-    return document, cursor, (start, end, selected.text)
+    return document, cursor, SelectedEntry(start, end, selected.text)
 
 
 async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:

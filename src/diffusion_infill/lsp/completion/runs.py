@@ -32,6 +32,7 @@ from lsprotocol.types import Position
 
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import Draft, InfillRequest
+from diffusion_infill.lsp.completion.items import SelectedEntry
 from diffusion_infill.lsp.completion.policy import RequestPolicy
 from diffusion_infill.lsp.completion.sampling import Job
 from diffusion_infill.lsp.completion.without_run import Answer, Suggestion, WithoutRun
@@ -45,7 +46,7 @@ class RunKey:
     uri: str
     version: int
     cursor: int  # offset of the cursor in the document
-    selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
+    selected: SelectedEntry | None  # the completion menu's selected entry
     samples: int
     automatic: bool = False  # asked while typing, not by the user
 
