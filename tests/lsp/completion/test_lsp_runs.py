@@ -15,6 +15,7 @@ from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.completion.runs import Run, RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.worker import EngineWorker
 
 
@@ -100,7 +101,7 @@ async def test_a_draft_handed_over_after_the_run_was_stopped_is_not_published():
     catches it only when the timing puts a step there)."""
     worker, published = HeldWorker(), []
     runs = Runs(worker, lambda key, at, draft, *_: published.append(draft.text))  # type: ignore[arg-type]
-    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=True)
+    key = RunKey("file:///a.py", 1, 4, None, 1, Trigger.AUTOMATIC)
     answer = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
     while not worker.jobs:
         await asyncio.sleep(0)
