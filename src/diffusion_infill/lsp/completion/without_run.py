@@ -4,7 +4,7 @@
 
 In order, for a request:
 1. the suggestion cache (diffusion_infill.lsp.completion.suggestion_cache): the same context again gets the
-   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.typed_along)
+   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.suggestion_cache.rest)
    gets its rest;
 2. the document's draft (diffusion_infill.engine.completion.repeated_text), for a single-item request that may
    have one, when its estimate clears the threshold and the model is calibrated: only then do
