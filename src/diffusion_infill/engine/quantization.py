@@ -121,7 +121,3 @@ def storage_bytes(tensor: torch.Tensor) -> int:
 def weight_bytes(model: torch.nn.Module) -> int:
     """Bytes of the model's parameters, each shared one (tied) counted once."""
     return sum(storage_bytes(parameter) for parameter in model.parameters())
-
-
-def is_quantized(model: torch.nn.Module) -> bool:
-    return getattr(model, "hf_quantizer", None) is not None
