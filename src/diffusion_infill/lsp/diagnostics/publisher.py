@@ -51,7 +51,7 @@ def _range(document: Document, start: int, end: int, encoding: str) -> types.Ran
 
 
 @dataclass(frozen=True)
-class _Found:
+class _DocumentProblem:
     """One problem, before its offsets become an LSP range."""
 
     start: int
@@ -61,18 +61,18 @@ class _Found:
     code: str
 
 
-def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
+def _problems(document: Document, cancelled: Callable[[], bool]) -> list[_DocumentProblem]:
     text = str(document.text)
     if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and text.strip():
         if document.language_id in JSONC_LANGUAGES:
             text = jsonfix.strip_jsonc(text)  # same offsets
         return [
-            _Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
+            _DocumentProblem(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
             for item in jsonfix.damage(text, cancelled)
         ]
     if document.language_id in MARKDOWN_LANGUAGES:
         return [
-            _Found(
+            _DocumentProblem(
                 problem.start,
                 problem.end,
                 problem.message,
@@ -92,8 +92,8 @@ def diagnose(document: Document, encoding: str, cancelled: Callable[[], bool] = 
     """The problems of a JSON or Markdown document, the first MAX_ITEMS of them and one that counts
     the rest (an editor lists them all, and no one reads 4,000); empty for other languages.
     jsonfix.Cancelled once `cancelled()` says so (JSON only: the Markdown rules are not asked)."""
-    found = _found(document, cancelled)
-    shown, rest = found[:MAX_ITEMS], found[MAX_ITEMS:]
+    problems = _problems(document, cancelled)
+    shown, rest = problems[:MAX_ITEMS], problems[MAX_ITEMS:]
     if rest:
         more = f"{len(rest):,} more problems from here on are not listed"
         shown.append(replace(rest[0], message=f"{more} (the first: {rest[0].message})"))
