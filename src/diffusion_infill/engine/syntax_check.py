@@ -158,6 +158,7 @@ _LANGUAGE_IDS = {
 _PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
 _CLOSERS = frozenset(")]}")
 _CLOSING_CHARACTERS = frozenset(b")]}\"'`")  # what a string's or a bracket's closing token is made of
+_QUOTES = (b'"', b"'", b"`")
 _TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
 _OPENING = re.compile(r"[(\[{]")
 _CLOSING = re.compile(r"[)\]}]")
@@ -492,18 +493,19 @@ def _retyped_closer(
     candidate closed the string or call itself and opened another for the editor's closer to close:
     it typed that closer again. The suffix's closer must still close something opened before the
     cursor (`f(g(` + `x)` + `)` closes the inner call and leaves the outer one to it). Where the
-    candidate leaves it closing nothing, the bracket rule blames the extra closer itself, so the check
-    leaves that case to it (the first closer of the construct found here may be the candidate's
-    rightful one); ``stray_counts`` counts it here too."""
+    candidate leaves a bracket closing nothing, the bracket rule blames the extra closer itself, so the
+    check leaves that case to it (the first closer of the construct found here may be the candidate's
+    rightful one); ``stray_counts`` counts it here too. A quote is no bracket rule's: strings do not
+    nest, so the string it closed is the one the candidate closed (`"` + `r"` + `"`)."""
     if before.root is None or after.root is None:
         return None
     closed = _closed_by(before.root, splice.start + original + gap)
     if closed is None or closed[0].start_byte >= splice.start:
         return None  # nothing closes there, or what closes there opened after the cursor
     now = _closed_by(after.root, splice.end + gap)
-    if now is None and not stray_counts or now is not None and now[0].start_byte < splice.start:
-        return None
     construct, closer = closed
+    if now is None and not (stray_counts or closer[-1:] in _QUOTES) or now and now[0].start_byte < splice.start:
+        return None
     # What the candidate made of the construct's opener may be parsed as another kind of node (an
     # extra ")" turns Python's call into a print statement's tuple): matched by opener and closer.
     node = after.root.descendant_for_byte_range(construct.start_byte, construct.start_byte + 1)
@@ -517,15 +519,15 @@ def _retyped_closer(
 
 def _closed_by(root: Node, position: int) -> tuple[Node, bytes] | None:
     """The construct whose closer is the token at ``position``, and that closer's text (None when
-    no closer is there, or it closes a construct with an error: which opener it closes is then the
-    parser's guess)."""
+    no closer is there, or it closes a construct in or beside an error: which opener it closes is then
+    the parser's guess, as in `print("a` + `"b")`, where the real text between was `", `)."""
     token = root.descendant_for_byte_range(position, position + 1)
     if token is None or token.start_byte != position or not _is_closer(token.text):
         return None
     node = token
     while node.parent is not None and node.parent.end_byte == token.end_byte and node.start_byte >= position:
         node = node.parent
-    if node.start_byte >= position or node.has_error:
+    if node.start_byte >= position or node.has_error or node.parent is not None and node.parent.has_error:
         return None
     return node, token.text
 
