@@ -247,3 +247,61 @@ def test_a_quick_fix_says_nothing_on_stderr(tmp_path, capsys):
     source.write_text('[{"a": 1,}]')
     assert main(["fix", str(source), "--no-model"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --write replaces the file atomically (diffusion_infill.cli.atomic)
+
+FIXED = {"name": "demo", "tags": ["a", "b"], "private": True}
+
+
+def test_write_through_a_symlink_replaces_the_file_it_points_to_and_keeps_the_link(tmp_path, capsys):
+    target = tmp_path / "real" / "broken.json"
+    target.parent.mkdir()
+    target.write_text(BROKEN)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert main(["fix", str(link), "--write", "--no-model"]) == 0
+    assert link.is_symlink() and link.readlink() == target
+    assert json.loads(target.read_text()) == FIXED
+    assert sorted(path.name for path in target.parent.iterdir()) == ["broken.json"]  # no temporary file left
+
+
+def test_write_keeps_the_files_mode(tmp_path, capsys):
+    source = tmp_path / "broken.json"
+    source.write_text(BROKEN)
+    source.chmod(0o640)
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert json.loads(source.read_text()) == FIXED
+    assert source.stat().st_mode & 0o7777 == 0o640
+
+
+def _at_most_bytes(limit: int):
+    """In the child: files it writes may not grow past `limit` bytes (a full disk, in effect); the write
+    fails with EFBIG instead of the process being killed by SIGXFSZ."""
+
+    def limit_files() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_files
+
+
+def test_a_write_that_cannot_finish_leaves_the_file_as_it_was(tmp_path, console_script):
+    """Written in place, the file was truncated first, then written up to the limit: half a file."""
+    source = tmp_path / "broken.json"
+    original = BROKEN * 200  # the fix is as long again: past the limit
+    source.write_text(original)
+    done = subprocess.run(
+        [console_script, "fix", str(source), "--write", "--no-model"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_at_most_bytes(len(original) // 2),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and f"cannot write {source}: File too large" in done.stderr
+    assert source.read_text() == original
+    assert [path.name for path in tmp_path.iterdir()] == ["broken.json"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from diffusion_infill.cli import remote
+from diffusion_infill.cli.atomic import replace_text
 from diffusion_infill.cli.inputs import CliError, plural, read_text
 from diffusion_infill.cli.models import add_model_options, check_device, check_model, load_model, start_torch
 from diffusion_infill.engine.repair import jsonfix
@@ -151,8 +152,7 @@ def report(path: Path, whole: str, result: FixResult, as_json: bool, write: bool
     """Writes the file (with --write, when fixed) and says what happened: the fixed text, or with
     --write one line naming what was written, or one JSON object; the exit status."""
     if write and result.fixed:
-        with path.open("w", encoding="utf-8", newline="") as file:  # line endings as they are in the text
-            file.write(whole)
+        replace_text(path, whole)  # line endings as they are in the text
     lost = f"dropped {plural(dropped, 'comment')}: only // and /* */ comments are kept, and only as JSONC"
     if as_json:
         answer = {"text": whole, "fixed": result.fixed, "reason": result.reason}
