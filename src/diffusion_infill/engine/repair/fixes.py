@@ -136,10 +136,17 @@ def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, 
     ]
 
 
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # as every JSON parser but Python's: no NaN, no Infinity
+
+
 def _loads(text: str) -> bool:
     try:
-        json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        _STRICT.decode(text)
+    except (ValueError, RecursionError):
         return False
     return True
 

@@ -18,11 +18,16 @@ _LITERALS = {
     "FALSE": "false",
     "NULL": "null",
     "Null": "null",
+    "undefined": "null",  # JavaScript's: no value, as jsonrepair writes it
 }
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # A number cut short (`2e-`, `1.`, `-3.5E`): the digits before the cut are the number.
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
 _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
+# An unquoted URL (`https://example.org/a`, `file:///tmp/x`): its `//` is the value's, not a comment's.
+# NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
+_SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
 
 
 # The quotes a string may be opened with, and the ones that close it: typographic quotes
@@ -396,6 +401,8 @@ def token_at(text: str, index: int) -> Token:
     if char in _QUOTES:
         value, end, closed = _string(text, index)
         return Token("string", value, index, end, closed)
+    if match := _SIGNED_CONSTANT.match(text, index):
+        return Token("word", match.group(), index, match.end())
     if match := _NUMBER.match(text, index):
         number = match.group().lstrip("+")
         number = "0" + number if number.startswith(".") else number
@@ -404,7 +411,7 @@ def token_at(text: str, index: int) -> Token:
         return Token("number", number, index, match.end())
     if char == "+":  # not a number's sign: string concatenation
         return Token("punct", "+", index, index + 1)
-    if match := _WORD.match(text, index):
+    if match := _URL.match(text, index) or _WORD.match(text, index):
         return Token("word", match.group(), index, match.end())
     return Token("junk", "", index, index + 1)
 
