@@ -14,7 +14,6 @@ from diffusion_infill.cli import fix as cli_fix
 from diffusion_infill.cli.fix import RangeError, Selection
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.repair.fixes import Fixer
-from diffusion_infill.engine.repair.jsonfix import strip_jsonc
 
 BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
 

@@ -63,4 +63,3 @@ def test_nan_is_broken_json_as_strict_parsers_judge_it():
 
 def test_javascripts_undefined_is_null():
     assert fixed("{total: undefined, rows: [undefined, 1]}") == {"total": None, "rows": [None, 1]}
-
