@@ -63,3 +63,33 @@ def test_nan_is_broken_json_as_strict_parsers_judge_it():
 
 def test_javascripts_undefined_is_null():
     assert fixed("{total: undefined, rows: [undefined, 1]}") == {"total": None, "rows": [None, 1]}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"title', {"title": None}),  # cut inside the only key: kept, with null
+        ('{"title"', {"title": None}),  # a complete key and no value
+        ('{"n": 1, "tit', {"n": 1}),  # cut inside a later key: dropped
+        ('{"name": "Z\\u00', {"name": "Z"}),  # a cut \u escape dropped
+        ('["caf\\', ["caf"]),  # a lone backslash at the end
+        ('"\\u2', ""),
+    ],
+)
+def test_cut_off_input_always_gets_its_best_reading(text, value):
+    assert fixed(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"id", null, 7}', ["id", None, 7]),
+        ("{'on', False, 1.5,", ["on", False, 1.5]),
+    ],
+)
+def test_bare_items_in_braces_keep_their_types(text, value):
+    assert fixed(text) == value
+
+
+def test_an_object_that_lost_its_closer_before_the_next_item_keeps_no_trailing_comma():
+    assert fixed('[{"k":"a",{"k":"b"}]') == [{"k": "a"}, {"k": "b"}]

@@ -25,6 +25,8 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
 _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 # An unquoted URL (`https://example.org/a`, `file:///tmp/x`): its `//` is the value's, not a comment's.
+# An escape the end of the text cut short: a lone backslash, or `\u` with fewer than four digits.
+_CUT_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
 # NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
 _SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
@@ -324,6 +326,15 @@ def _value_after_space(text: str, index: int) -> bool:
     )
 
 
+def without_cut_escape(raw: str) -> str:
+    """`raw` without the escape its end cut short (an odd run of backslashes starts one), and the blanks
+    before it."""
+    match = _CUT_ESCAPE.search(raw)
+    if match is None or len(match.group(1)) % 2 == 0:
+        return raw
+    return raw[: match.end(1) - 1].rstrip(" \t")
+
+
 def _string(text: str, start: int) -> tuple[str, int, bool]:
     """The string starting at `start` as a JSON string, its end offset, and whether it was closed.
 
@@ -346,6 +357,9 @@ def _string(text: str, start: int) -> tuple[str, int, bool]:
         kept = raw[:comma].rstrip(" \t]}") if comma != -1 else raw.rstrip()
     else:
         kept = raw.rstrip(" \t,]}")
+        if close >= len(text) and (cut := without_cut_escape(kept)) != kept:
+            # the text ends inside the string, in an escape: the escape is dropped (`"caf\u00`)
+            return '"' + _body(cut, quote) + '"', len(text), False
     if structure := _STRUCTURE_AFTER_COMMA.search(kept):
         kept = kept[: structure.start()].rstrip(" \t]}")
     return '"' + _body(kept, quote) + '"', start + 1 + len(kept), False
