@@ -308,3 +308,14 @@ def test_a_quick_fix_says_nothing_on_stderr(tmp_path, capsys):
     source.write_text('[{"a": 1,}]')
     assert main(["fix", str(source), "--no-model"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "events.ndjson"])
+def test_a_json_lines_file_stays_one_document_a_line(tmp_path, capsys, name):
+    source = tmp_path / name
+    source.write_text('{"event": "start"}\n{"event": "stop"}\n')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    assert last_json(capsys.readouterr().out)["reason"] == "the file is already valid JSON Lines"
+    source.write_text('{"event": "start"}\n{event: "stop"}\n')
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert source.read_text() == '{"event": "start"}\n{"event": "stop"}\n'

@@ -12,8 +12,9 @@ Each input is written to a temporary `case.json` and fixed by the command line's
 dialect, BOM handling and `--json` answer). Per suite: `valid` (the text loads with json.loads, NaN and
 Infinity rejected as every strict parser does), `exact` (it loads to the expected value, numbers by
 value), `refused` (not fixed and not already valid), `refused_jsonrepair_repairs` (refused where
-jsonrepair's output loads), `words_changed` (valid but a word or number of the expected value dropped,
-or one the expected value lacks invented). Prints a Markdown table, then one JSON object (the `bench`
+jsonrepair's output loads), `words_changed` (not exact, and a word or number the expected value keeps
+dropped, or one the input does not hold invented: `null` for a value written nowhere, a key made of a
+value). Prints a Markdown table, then one JSON object (the `bench`
 rows, one per suite) on the last line.
 
     python -m diffusion_infill.bench.json_suites --jsonrepair JSONREPAIR_CHECKOUT --json-repair JSON_REPAIR_CHECKOUT
@@ -137,8 +138,10 @@ def fix_as_file(text: str, folder: Path) -> dict:
     return json.loads(out.getvalue().splitlines()[-1])
 
 
-def _words(value) -> Counter:
-    return words(canonical(value))
+def _drops_or_invents(case: Case, output: str) -> bool:
+    """Whether `output` lost a word or number of the expected value, or holds one the input lacks."""
+    kept = words(output)
+    return bool(words(canonical(case.expected)) - kept or kept - words(case.text))
 
 
 def measure(cases: list[Case], folder: Path, misses: bool = False) -> dict:
@@ -158,7 +161,7 @@ def measure(cases: list[Case], folder: Path, misses: bool = False) -> dict:
         row["exact"] += exact
         row["refused"] += refused
         row["refused_jsonrepair_repairs"] += refused and _repairs(peer)
-        changed = valid and not exact and _words(loaded) != _words(case.expected)
+        changed = not exact and _drops_or_invents(case, answer["text"])
         row["words_changed"] += changed
         if misses and not exact:
             print(f"MISS {case.text!r}\n  got {answer['text']!r}\n  want {json.dumps(case.expected)}")

@@ -76,6 +76,8 @@ def pick_kind(kind: str, path: Path, selected: str) -> str:
     """What to do with the selection: as asked, else by the file's language and the text's look."""
     if kind != "auto":
         return kind
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        return "jsonl"  # one document a line, each fixed alone
     if jsonfix.jsonc_name(str(path)):
         return "jsonc"  # VS Code opens it as JSON with Comments: comments and trailing commas are kept
     language = language_for_path(str(path))
@@ -83,7 +85,7 @@ def pick_kind(kind: str, path: Path, selected: str) -> str:
         return "json"  # comments dropped (and counted): strict parsers load what a fix writes
     if language == "markdown":
         return language
-    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, markdown or regenerate")
+    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, jsonl, markdown or regenerate")
 
 
 def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Path) -> FixResult:
@@ -93,6 +95,7 @@ def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Pat
     action = {
         "json": fixer.fix_json,
         "jsonc": fixer.fix_jsonc,
+        "jsonl": fixer.fix_json_lines,
         "markdown": fixer.fix_markdown,
         "regenerate": fixer.regenerate,
     }
@@ -167,7 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kind",
-        choices=("auto", "json", "jsonc", "markdown", "regenerate"),
+        choices=("auto", "json", "jsonc", "jsonl", "markdown", "regenerate"),
         default="auto",
         help="what to do (default: by the text and the file's extension)",
     )

@@ -93,3 +93,29 @@ def test_bare_items_in_braces_keep_their_types(text, value):
 
 def test_an_object_that_lost_its_closer_before_the_next_item_keeps_no_trailing_comma():
     assert fixed('[{"k":"a",{"k":"b"}]') == [{"k": "a"}, {"k": "b"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"big": NumberLong("9007199254740993"), "i": NumberInt("7"),}', {"big": 9007199254740993, "i": 7}),
+        ('[NumberDecimal("2.50"), ObjectId("64b1")]', [2.5, "64b1"]),
+    ],
+)
+def test_a_number_wrapper_keeps_the_numbers_type(text, value):
+    assert fixed(text) == value
+
+
+def test_a_block_comment_written_against_a_value_is_not_part_of_it():
+    assert fixed('{"w": 640/*px*/, "h": 480/*px*/,}') == {"w": 640, "h": 480}
+
+
+def test_a_number_with_leading_zeros_is_kept_as_written_in_a_string():
+    assert fixed('{zip: 02134, "n": [007, -05]}') == {"zip": "02134", "n": ["007", "-05"]}
+
+
+def test_json_lines_are_fixed_line_by_line_and_stay_json_lines():
+    text = '{"event": "start"}\n{"event": "stop",}\r\n\n{\'n\': 1}\n'
+    result = Fixer(None).fix_json_lines(text)
+    assert result.fixed and result.text == '{"event": "start"}\n{"event": "stop"}\r\n\n{"n": 1}\n'
+    assert Fixer(None).fix_json_lines('{"a": 1}\n{"b": 2}\n').already_valid

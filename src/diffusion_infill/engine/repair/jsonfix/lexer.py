@@ -27,6 +27,7 @@ _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 # An unquoted URL (`https://example.org/a`, `file:///tmp/x`): its `//` is the value's, not a comment's.
 # An escape the end of the text cut short: a lone backslash, or `\u` with fewer than four digits.
 _CUT_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
 # NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
 _SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
@@ -418,6 +419,8 @@ def token_at(text: str, index: int) -> Token:
     if match := _SIGNED_CONSTANT.match(text, index):
         return Token("word", match.group(), index, match.end())
     if match := _NUMBER.match(text, index):
+        if _LEADING_ZERO.match(match.group()):  # `0789`, `-05`: JSON has no such number, a zip code is text
+            return Token("string", json.dumps(match.group()), index, match.end())
         number = match.group().lstrip("+")
         number = "0" + number if number.startswith(".") else number
         number = number.replace("-.", "-0.")
@@ -449,8 +452,10 @@ def _bare_end(text: str, start: int, keys: bool = True) -> int:
         if char in ",]}[{)\r\n":
             break
         spaced = index > start and text[index - 1] in " \t"
+        if text.startswith("/*", index):  # a block comment ends a value even unspaced (`2/*two*/`)
+            break
         if spaced and (
-            char in _QUOTES or text.startswith(("//", "/*", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
+            char in _QUOTES or text.startswith(("//", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
         ):
             break
         index += 1

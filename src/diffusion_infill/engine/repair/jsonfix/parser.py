@@ -56,6 +56,9 @@ def _valid_end(text: str, start: int) -> tuple[int | None, int]:
         window *= 2
 
 
+# MongoDB's and JavaScript's wrappers whose quoted argument is a number (`NumberLong("42")` is 42)
+_NUMBER_WRAPPERS = frozenset({"NumberLong", "NumberInt", "NumberDecimal", "Number", "BigInt", "parseInt", "parseFloat"})
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _HAS_VALUE = re.compile(r"[\w{\[]")
 # A fence (an LLM reply, a Markdown excerpt): the JSON is what the fenced blocks hold.
 _FENCE = re.compile(r"`{3,}|~{3,}")
@@ -195,7 +198,14 @@ class _Parser:
         if _after_blanks(self.text, name.end) != "(":
             return False
         self.skip_to(self.text.index("(", name.end) + 1)
-        self.value()
+        argument = self.peek()
+        if name.text in _NUMBER_WRAPPERS and argument is not None and argument.kind == "string":
+            if _JSON_NUMBER.fullmatch(number := json.loads(argument.text).strip()):
+                self.take()  # `NumberLong("42")`: the number, as the wrapper says it is
+                self.out.emit(number)
+                argument = None
+        if argument is not None:
+            self.value()
         token = self.peek()
         if token is not None and token.kind == "punct" and token.text == ")":
             self.take()
