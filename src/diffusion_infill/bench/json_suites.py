@@ -13,8 +13,8 @@ dialect, BOM handling and `--json` answer). Per suite: `valid` (the text loads w
 Infinity rejected as every strict parser does), `exact` (it loads to the expected value, numbers by
 value), `refused` (not fixed and not already valid), `refused_jsonrepair_repairs` (refused where
 jsonrepair's output loads), `words_changed` (not exact, and a word or number the expected value keeps
-dropped, or one the input does not hold invented: `null` for a value written nowhere, a key made of a
-value). Prints a Markdown table, then one JSON object (the `bench`
+dropped, or one neither the input nor the expected value holds invented: a `null` for a value written
+nowhere). Prints a Markdown table, then one JSON object (the `bench`
 rows, one per suite) on the last line.
 
     python -m diffusion_infill.bench.json_suites --jsonrepair JSONREPAIR_CHECKOUT --json-repair JSON_REPAIR_CHECKOUT
@@ -139,9 +139,10 @@ def fix_as_file(text: str, folder: Path) -> dict:
 
 
 def _drops_or_invents(case: Case, output: str) -> bool:
-    """Whether `output` lost a word or number of the expected value, or holds one the input lacks."""
-    kept = words(output)
-    return bool(words(canonical(case.expected)) - kept or kept - words(case.text))
+    """Whether `output` lost a word or number of the expected value, or holds one that neither the input
+    nor the expected value does."""
+    kept, expected = words(output), words(json.dumps(case.expected, ensure_ascii=False))
+    return bool(expected - kept or kept - words(case.text) - expected)
 
 
 def measure(cases: list[Case], folder: Path, misses: bool = False) -> dict:
