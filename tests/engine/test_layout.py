@@ -78,17 +78,12 @@ def test_answers_without_a_run_are_decided_in_one_module():
     assert importers("diffusion_infill.engine.completion.repeated_text") == without_run | named(
         "bench.calibrate", "engine.completion.copied_lines"
     )
-    assert importers("diffusion_infill.lsp.completion.triggers") == without_run
-    assert importers("diffusion_infill.lsp.completion.suggestion_cache") == without_run
+    # the quiet characters' rule is asked by the policy alone (the Trigger type beside it is everyone's)
+    askers = {name for name, path in _modules() if "triggers.quiet(" in path.read_text(encoding="utf-8")}
+    assert askers == without_run
+    # the benchmark's typed-along scenario warm-starts as the suggestion cache does (suggestion_cache.rest)
+    assert importers("diffusion_infill.lsp.completion.suggestion_cache") == without_run | named("bench.compare")
     assert "diffusion_infill.lsp.completion.runs" in importers("diffusion_infill.lsp.completion.without_run")
-
-
-def test_typing_along_is_decided_in_one_module():
-    # the suggestion cache answers with the rest of a shown completion and gives a run its warm start;
-    # the benchmark's typed-along scenario warm-starts the same way
-    assert importers("diffusion_infill.lsp.completion.typed_along") == named(
-        "lsp.completion.suggestion_cache", "bench.compare"
-    )
 
 
 def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():

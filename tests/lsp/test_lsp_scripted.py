@@ -98,6 +98,16 @@ async def test_selected_completion_entry_is_extended(editor):
     assert item.insert_text == "path.join(root, name)" and item.range == types.Range(start, end)
 
 
+async def test_a_selected_entry_that_starts_after_the_cursor_is_invalid_params(editor):
+    """The selected entry is text the cursor completes (LSP 3.18, SelectedCompletionInfo: "the range of the
+    selected completion item"; it replaces text before the cursor): one that starts after it is no such text."""
+    uri = editor.open("import os\nos.pa\n")
+    selected = types.SelectedCompletionInfo(range=types.Range(types.Position(1, 4), types.Position(1, 5)), text="a")
+    with pytest.raises(JsonRpcException) as error:
+        await editor.request(uri, types.Position(1, 3), selected=selected)
+    assert error.value.code == INVALID_PARAMS
+
+
 @pytest.mark.parametrize("case", CLOSURE_CASES)
 async def test_no_item_breaks_closure(session, editor, case):
     """The engine's reply breaks the file's closure: the item is its longest part that does not."""

@@ -29,11 +29,12 @@ from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.current_engine import State, TorchStart
-from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.items import SelectedEntry, items, placement
 from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import CompletionFailed
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.worker import EngineWorker
 from diffusion_infill.lsp.diagnostics import publisher
 from diffusion_infill.lsp.fixes import actions
@@ -46,15 +47,11 @@ from diffusion_infill.lsp.model_lifecycle import ModelLifecycle
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.text.documents import Document, Documents, OutOfSync, UnknownDocument
 from diffusion_infill.lsp.text.positions import UTF16, PositionError
-from diffusion_infill.lsp.text.window import ModelText, around
+from diffusion_infill.lsp.text.window import ModelText, Tails
 from diffusion_infill.lsp.transport.framing import Frames
 from diffusion_infill.lsp.transport.protocol import InfillProtocol
 
 DRAFT_NOTIFICATION = "infill/draft"
-TRIGGERS = {
-    types.InlineCompletionTriggerKind.Invoked: "invoked",
-    types.InlineCompletionTriggerKind.Automatic: "automatic",
-}
 log = logging.getLogger(__name__)
 
 
@@ -82,10 +79,11 @@ class InfillServer(LanguageServer):
         self.settings = options.settings
         self.credentials = options.credentials
         self.documents = Documents()
+        self.tails = Tails()  # the other open documents' text a completion reads, per version
         self.unchecked_languages: set[str] = set()  # languageIds without a grammar, told once (unchecked)
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
-        self.policy = RequestPolicy.of(self.settings, None, judges_lines=False)  # until settings and a model come
-        self.runs = Runs(self.worker, self.publish_draft, self.policy)
+        # the request policy until settings and a model come; the runs hold it (one owner: `policy` reads theirs)
+        self.runs = Runs(self.worker, self.publish_draft, RequestPolicy.of(self.settings, None, judges_lines=False))
         self.fixes = FixResults()  # code-action results per document version and target
         self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
         self.diagnostics = publisher.Publisher(self)
@@ -94,6 +92,10 @@ class InfillServer(LanguageServer):
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized
         self._tasks: set[asyncio.Task] = set()  # background tasks, referenced until done
         self.shut_down = False  # a shutdown request came: exit ends with status 0
+
+    @property
+    def policy(self) -> RequestPolicy:
+        return self.runs.policy
 
     @property
     def encoding(self) -> str:
@@ -144,8 +146,7 @@ class InfillServer(LanguageServer):
     def adopt_policy(self) -> None:
         """The request policy of the settings and of what the worker knows of the model (lsp.completion.policy):
         built at each settings change and at each model load's start and end, read by every request."""
-        self.policy = RequestPolicy.of(self.settings, self.worker.calibration, self.worker.judges_lines)
-        self.runs.policy = self.policy
+        self.runs.policy = RequestPolicy.of(self.settings, self.worker.calibration, self.worker.judges_lines)
 
     def load_model(self) -> None:
         """Another model: the kept runs and fixes were its predecessor's."""
@@ -207,11 +208,8 @@ def _tracked(ls: InfillServer, uri: str) -> bool:
         raise _invalid(error) from None
 
 
-Selected = tuple[int, int, str]  # the completion menu's selected entry: start offset, end offset, text
-
-
-def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, Selected | None]:
-    """The document, the cursor offset and the selected menu entry (start, end, text) of a request."""
+def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, SelectedEntry | None]:
+    """The document, the cursor offset and the selected menu entry of a request."""
     try:
         document = ls.documents.get(params.text_document.uri)
         lines, encoding = document.lines, ls.encoding
@@ -224,12 +222,12 @@ def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Doc
         raise _invalid(error) from None
     if not start <= cursor or start > end:
         raise _invalid(ValueError("selectedCompletionInfo.range must start at or before the cursor"))
-    return document, cursor, (start, end, selected.text)
+    return document, cursor, SelectedEntry(start, end, selected.text)
 
 
 async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:
     """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
-    trigger = TRIGGERS[params.context.trigger_kind]
+    trigger = Trigger.of(params.context.trigger_kind)
     # with -v, a user can tell whether the editor asks at all: some editors never send this request
     log.debug(
         "inlineCompletion %s %d:%d %s",
@@ -245,20 +243,17 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
         return []
     where = placement(document.text, cursor, selected)
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
-    policy, automatic = ls.policy, trigger == "automatic"
-    key = RunKey(document.uri, document.version, cursor, selected, policy.samples(automatic), automatic)
+    policy = ls.policy
+    key = RunKey(document.uri, document.version, cursor, selected, policy.samples(trigger), trigger)
     window = ModelText.of(where.prefix, where.suffix)
     # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
     others = (
-        tuple(
-            ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
-            for other in ls.documents.others(document)
-        )
+        tuple(ls.tails.of(other.uri, other.text) for other in ls.documents.others(document))
         if policy.document_drafts is DocumentDrafts.ENGINE
         else ()
     )
     request = InfillRequest(
-        window.prefix, window.suffix, _closure_language(document), invoked=trigger == "invoked", others=others
+        window.prefix, window.suffix, _closure_language(document), invoked=trigger is Trigger.INVOKED, others=others
     )
     try:
         finals = await ls.runs.complete(key, request, params.position)
@@ -270,9 +265,9 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
     if finals:  # answered (superseded runs answer nothing)
         ls.model.server_answered()
     result = items(
-        [window.to_document(draft.text) for draft in finals], where, lines, encoding, accept_command(trigger)
+        [window.to_document(draft.text) for draft in finals], where, lines, encoding, accept_command(trigger.value)
     )
-    ls.telemetry.offered(trigger, len(result))
+    ls.telemetry.offered(trigger.value, len(result))
     return result
 
 
@@ -320,6 +315,7 @@ def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> Non
     ls.runs.invalidate(params.text_document.uri)
     ls.fixes.forget(params.text_document.uri)
     ls.repairs.stop(params.text_document.uri, "the document was closed")
+    ls.tails.forget(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
     if document is not None:
         ls.diagnostics.forget(document)
@@ -341,7 +337,7 @@ async def did_change_configuration(ls: InfillServer, params: types.DidChangeConf
 
 def accepted(ls: InfillServer, trigger: str) -> None:
     """The client ran an item's command: the user accepted a completion. Counted, nothing else."""
-    if trigger not in TRIGGERS.values():
+    if Trigger.named(trigger) is None:
         raise JsonRpcInvalidParams(f"{ACCEPT_COMMAND}: unknown trigger {trigger!r}")
     ls.telemetry.accepted(trigger)
 

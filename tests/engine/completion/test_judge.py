@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from diffusion_infill.engine.completion import judge
+from diffusion_infill.engine.completion import copied_lines, judge
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.engine.completion.copied_lines import Candidate
 from diffusion_infill.engine.completion.infill import InfillEngine
@@ -118,3 +118,16 @@ def test_lines_of_the_other_open_documents_can_answer(engine):
     request = InfillRequest("value = ", "", "python", others=("value = sum(a)\n",))
 
     assert list(engine.complete(request))[-1].source == REVISED
+
+
+def test_a_judged_line_that_breaks_closure_is_replaced_by_a_run(engine):
+    # the earlier line closes one bracket too many: its rest, the best judged line here (the calibration
+    # weighs the document draft, which keeps closure, down), would break the file's closure
+    prefix = "total = sum(a))\ntotal = su"
+    engine.revision = Calibration({**dict.fromkeys(judge.FEATURES, 0.0), "document": -20.0}, 5.0, threshold=0.5)
+    request = InfillRequest(prefix, "", "python")
+    assert judge.best(engine, request, copied_lines.candidates(request))[1].text == "m(a))"
+
+    final = list(engine.complete(request))[-1]
+
+    assert final.source == MODEL and final.text != "m(a))"

@@ -16,8 +16,6 @@ from diffusion_infill.engine.repair.fixes import (
     Fixer,
     Surroundings,
     admissible,
-    changed_spans,
-    choose,
     edit_size,
     markdown_validator,
     rank,
@@ -61,7 +59,6 @@ def test_spans_merge_when_touching_and_down_to_the_gap_limit():
 
 def test_edit_size_counts_changed_characters():
     assert edit_size('{"a": 1,}', '{"a": 1}') == 1
-    assert changed_spans("abc", "abXc") == [Span(2, 2)]
 
 
 def test_choice_prefers_keeping_content_then_the_smallest_edit():
@@ -75,8 +72,8 @@ def test_choice_prefers_keeping_content_then_the_smallest_edit():
     def lost(text: str) -> int:
         return 2 - len(json.loads(text))
 
-    chosen = choose(original, candidates, lambda text: text.strip().endswith("}"), lost)
-    assert chosen == Candidate('{"a": 1, "b": 2}', "structure")
+    ranked = rank(original, candidates, lambda text: text.strip().endswith("}"), lost)
+    assert ranked[0] == Candidate('{"a": 1, "b": 2}', "structure")
 
 
 def test_fix_json_validates_every_candidate_and_keeps_all_keys(repairer):

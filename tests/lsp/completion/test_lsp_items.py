@@ -4,7 +4,7 @@ auto-paired closers covered, a selected menu entry extended and replaced, nothin
 from lsprotocol.types import Command, Position
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
-from diffusion_infill.lsp.completion.items import items, placement
+from diffusion_infill.lsp.completion.items import SelectedEntry, items, placement
 from diffusion_infill.lsp.text.positions import UTF16, Lines
 
 COMMAND = Command(title="t", command="c")
@@ -25,7 +25,7 @@ def test_auto_paired_closers_are_covered_and_kept_at_the_end():
 def test_selected_completion_entry_is_extended_and_replaced():
     text = "import os\nos.pa\n"
     cursor = text.index("pa") + 2
-    where = placement(text, cursor, (cursor - 2, cursor, "path"))
+    where = placement(text, cursor, SelectedEntry(cursor - 2, cursor, "path"))
     assert where.prefix == "import os\nos.path" and where.suffix == "\n"
     [item] = items([".join("], where, Lines(text), UTF16, COMMAND)
     assert item.insert_text == "path.join("

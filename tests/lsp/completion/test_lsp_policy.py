@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from diffusion_infill.engine.completion.confidence import Calibration
 from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import RequestTerms
 from diffusion_infill.lsp.settings import ServerSettings
 
@@ -38,12 +39,12 @@ def test_copied_lines_are_answered_by_the_engine_that_judges_them_else_by_the_se
 
 def test_the_user_asking_gets_every_completion_and_several_items_typing_gets_one_past_the_gate():
     policy = RequestPolicy.of(ServerSettings(invoked_items=4), CALIBRATED, judges_lines=False)
-    assert (policy.samples(automatic=False), policy.threshold(automatic=False)) == (4, 0.0)
-    assert (policy.samples(automatic=True), policy.threshold(automatic=True)) == (1, 0.6)
+    assert (policy.samples(Trigger.INVOKED), policy.threshold(Trigger.INVOKED)) == (4, 0.0)
+    assert (policy.samples(Trigger.AUTOMATIC), policy.threshold(Trigger.AUTOMATIC)) == (1, 0.6)
 
 
 def test_what_answers_without_a_run_is_told_the_same_decisions():
     server = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=False)
-    assert server.terms(1, automatic=True) == RequestTerms(1, 0.6, True, True, True, " :")
+    assert server.terms(1, Trigger.AUTOMATIC) == RequestTerms(1, 0.6, Trigger.AUTOMATIC, True, True, " :")
     engine = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=True)  # the engine drafts from copied lines
-    assert engine.terms(3, automatic=False) == RequestTerms(3, 0.0, False, False, True, " :")
+    assert engine.terms(3, Trigger.INVOKED) == RequestTerms(3, 0.0, Trigger.INVOKED, False, True, " :")

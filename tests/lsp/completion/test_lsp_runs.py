@@ -1,18 +1,21 @@
 """lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a
-publish callback that raises is logged and the run still answers."""
+publish callback that raises is logged and the run still answers; a finished result answers only the key it was
+computed for."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from concurrent.futures import Future
 
 from lsprotocol.types import Position
 
 from diffusion_infill.engine.remote.client import RemoteError
-from diffusion_infill.engine.requests import InfillRequest
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.completion.runs import Run, RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.worker import EngineWorker
 
 
@@ -55,3 +58,58 @@ async def test_a_publish_callback_that_raises_is_logged_and_the_run_still_answer
     assert len(finals) == 1 and finals[0].final
     assert reports == []  # no draft's callback raised into the event loop either
     assert "the client's stream is closed" in caplog.text
+
+
+class AnsweringWorker:
+    """The engine thread's side of a run, answering each job at once with a text of its own."""
+
+    def __init__(self):
+        self.jobs: list[Job] = []
+
+    def complete(self, job: Job) -> Future[list[Draft]]:
+        self.jobs.append(job)
+        answered: Future[list[Draft]] = Future()
+        answered.set_result([Draft(f"answer {len(self.jobs)}", 3, 0.0, final=True, valid=True)])
+        return answered
+
+
+async def test_a_second_cursor_on_the_same_version_starts_a_new_run():
+    """The finished result is kept for the very key it answered, not for any request of the document."""
+    worker = AnsweringWorker()
+    runs = Runs(worker, lambda *_: None)  # type: ignore[arg-type]: only `complete` is called
+    first = await runs.complete(RunKey("file:///a.py", 1, 4, None, 1), InfillRequest("x = ", "1\n"), Position(0, 4))
+    again = await runs.complete(RunKey("file:///a.py", 1, 4, None, 1), InfillRequest("x = ", "1\n"), Position(0, 4))
+    other = await runs.complete(RunKey("file:///a.py", 1, 1, None, 1), InfillRequest("x", " = 1\n"), Position(0, 1))
+    assert [draft.text for draft in (*first, *again, *other)] == ["answer 1", "answer 1", "answer 2"]
+    assert [job.request.prefix for job in worker.jobs] == ["x = ", "x"]
+
+
+class HeldWorker:
+    """The engine thread's side of a run that is still denoising: its job never ends on its own."""
+
+    def __init__(self):
+        self.jobs: list[Job] = []
+
+    def complete(self, job: Job) -> Future[list[Draft]]:
+        self.jobs.append(job)
+        return Future()
+
+
+async def test_a_draft_handed_over_after_the_run_was_stopped_is_not_published():
+    """The engine finishes the step it is in before it looks at the cancel: that step's draft reaches the event
+    loop after the edit and must not repaint the editor (the end-to-end test of this, test_lsp_late_drafts.py,
+    catches it only when the timing puts a step there)."""
+    worker, published = HeldWorker(), []
+    runs = Runs(worker, lambda key, at, draft, *_: published.append(draft.text))  # type: ignore[arg-type]
+    key = RunKey("file:///a.py", 1, 4, None, 1, Trigger.AUTOMATIC)
+    answer = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
+    while not worker.jobs:
+        await asyncio.sleep(0)
+    [job] = worker.jobs
+    job.on_draft(Draft("1 +", 1, 0.0, final=False))
+    await asyncio.sleep(0)  # the loop runs the callback the engine thread scheduled
+    runs.invalidate(key.uri)  # an edit
+    assert await answer == []
+    job.on_draft(Draft("1 + 2", 2, 0.0, final=False))  # the step in flight when the edit came
+    await asyncio.sleep(0)
+    assert published == ["1 +"]

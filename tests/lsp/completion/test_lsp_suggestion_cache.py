@@ -1,10 +1,10 @@
 """diffusion_infill.lsp.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
-answered without the model."""
+answered without the model; and the one rule for a completion being typed along (`rest`)."""
 
 from __future__ import annotations
 
 from diffusion_infill.engine.requests import DOCUMENT, TYPED_ALONG, InfillRequest
-from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache, rest
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():
@@ -60,3 +60,22 @@ def test_the_same_context_keeps_where_its_completion_came_from():
     cache = SuggestionCache()
     cache.store(InfillRequest("x = foo", "\n"), Suggestion("(bar)", 0.9, DOCUMENT))
     assert cache.lookup(InfillRequest("x = foo", "\n"), 0.5).source == DOCUMENT
+
+
+OFFERED = InfillRequest("x = le", "\n", "python")
+
+
+def test_the_rest_is_what_is_left_after_the_beginning_typed():
+    assert rest(OFFERED, "n(items)", InfillRequest("x = len(", "\n", "python")) == "items)"
+    assert rest(OFFERED, "n(items)", OFFERED) == "n(items)"  # nothing typed yet: all of it
+
+
+def test_typing_something_else_or_all_of_it_is_not_typing_along():
+    assert rest(OFFERED, "n(items)", InfillRequest("x = lo", "\n", "python")) is None
+    assert rest(OFFERED, "n(items)", InfillRequest("x = len(items)", "\n", "python")) is None
+    assert rest(OFFERED, "n(items)", InfillRequest("y = len(", "\n", "python")) is None
+
+
+def test_the_text_after_the_cursor_and_the_language_must_be_the_same():
+    assert rest(OFFERED, "n(items)", InfillRequest("x = len(", ")\n", "python")) is None
+    assert rest(OFFERED, "n(items)", InfillRequest("x = len(", "\n", "json")) is None

@@ -7,9 +7,10 @@ from samples import RESETTING as CLASS  # the draft `self.items` gets is estimat
 
 from diffusion_infill.engine.requests import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
 from diffusion_infill.lsp.completion.suggestion_cache import Suggestion
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import Answer, RequestTerms, WithoutRun
 
-TYPING = RequestTerms(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
+TYPING = RequestTerms(threshold=0.5, trigger=Trigger.AUTOMATIC, document_drafts=True, calibrated=True, quiet_after=":")
 
 
 def test_the_same_context_comes_first_then_the_document_draft():
@@ -25,13 +26,14 @@ def test_a_document_draft_needs_an_automatic_single_item_request_a_calibrated_mo
     request = InfillRequest(CLASS, "\n", "python")
     assert WithoutRun().answer(request, TYPING).kept.source == DOCUMENT
     for asked in (
-        RequestTerms(2, 0.5, True, True, True),
-        RequestTerms(1, 0.5, False, True, True),
-        RequestTerms(1, 0.5, True, False, True),
-        RequestTerms(1, 0.5, True, True, False),
+        RequestTerms(2, 0.5, Trigger.AUTOMATIC, True, True),
+        RequestTerms(1, 0.5, Trigger.INVOKED, True, True),
+        RequestTerms(1, 0.5, Trigger.AUTOMATIC, False, True),
+        RequestTerms(1, 0.5, Trigger.AUTOMATIC, True, False),
     ):
         assert WithoutRun().answer(request, asked) == Answer(None, run=True)
-    assert WithoutRun().answer(request, RequestTerms(1, 0.9, True, True, True)) == Answer(None, run=True)  # under 0.9
+    under = RequestTerms(1, 0.9, Trigger.AUTOMATIC, True, True)  # the draft's estimate is under 0.9
+    assert WithoutRun().answer(request, under) == Answer(None, run=True)
 
 
 def test_a_shown_suggestion_typed_along_gets_its_rest_without_a_run():

@@ -6,7 +6,7 @@ import pytest
 
 from diffusion_infill.lsp.completion.items import placement
 from diffusion_infill.lsp.text.rope import Rope
-from diffusion_infill.lsp.text.window import MAX_AFTER, MAX_BEFORE, MAX_LINE, ModelText, bounded
+from diffusion_infill.lsp.text.window import MAX_AFTER, MAX_BEFORE, MAX_LINE, ModelText, Tails, bounded
 
 LINE = "    value = compute(value, 12)  # a line of code\n"
 TEXT = LINE * (3 * MAX_BEFORE // len(LINE)) + "x" * (MAX_BEFORE + 5) + "\n" + LINE * 10
@@ -64,3 +64,14 @@ def test_a_long_line_gives_the_window_at_most_max_line_characters_of_it_on_eithe
 def test_after_a_long_line_the_window_keeps_at_most_max_line_characters_of_it():
     prefix, _ = bounded("y" * 100_000 + "\n", "")
     assert prefix == "y" * (MAX_LINE - 1) + "\n"
+
+
+def test_another_documents_tail_is_sliced_once_a_version():
+    tails, text = Tails(), Rope("def load(path):\r\n    return open(path)\r\n")
+    first = tails.of("file:///b.py", text)
+    assert first == "def load(path):\n    return open(path)\n"
+    assert tails.of("file:///b.py", text) is first  # the same version: not sliced again
+    edited = text.replaced(len(text), len(text), "load('x')\r\n")
+    assert tails.of("file:///b.py", edited) == first + "load('x')\n"  # an edit: the new text's tail
+    tails.forget("file:///b.py")
+    assert tails.of("file:///b.py", Rope("x = 1\n")) == "x = 1\n"

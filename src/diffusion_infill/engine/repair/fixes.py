@@ -69,11 +69,6 @@ def edit_size(before: str, after: str) -> int:
     return diff(before, after).size
 
 
-def changed_spans(before: str, after: str) -> list[Span]:
-    """Where `after` differs from `before`, as spans of `before`: where a repair touched the text."""
-    return diff(before, after).spans
-
-
 class Edits:
     """Each candidate's differences from one original: found once, and only when a result uses them."""
 
@@ -118,14 +113,6 @@ def rank(
             group.sort(key=lambda candidate: edits.of(candidate.text).size)
         best += group
     return best
-
-
-def choose(
-    original: str, candidates: list[Candidate], valid: Callable[[str], bool], lost: Callable[[str], int]
-) -> Candidate | None:
-    """The valid candidate that loses the least content, then changes the fewest characters."""
-    ranked = rank(original, candidates, valid, lost)
-    return ranked[0] if ranked else None
 
 
 def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, str], Counter]) -> list[Candidate]:

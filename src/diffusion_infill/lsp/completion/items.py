@@ -21,6 +21,15 @@ from diffusion_infill.lsp.text.window import around
 
 
 @dataclass(frozen=True)
+class SelectedEntry:
+    """The completion menu's selected entry (`selectedCompletionInfo`), as offsets into the document."""
+
+    start: int  # where the entry's range starts: at or before the cursor
+    end: int  # where it ends
+    text: str  # the entry's text, which every item extends
+
+
+@dataclass(frozen=True)
 class Placement:
     """The text around the gap and the span an item replaces, as offsets into the document."""
 
@@ -35,12 +44,12 @@ class Placement:
         return self.lead + completion + self.trail
 
 
-def placement(text: str | Rope, cursor: int, selected: tuple[int, int, str] | None = None) -> Placement:
-    """Where a completion at `cursor` goes; `selected` is the menu entry (start, end, text). The prefix
+def placement(text: str | Rope, cursor: int, selected: SelectedEntry | None = None) -> Placement:
+    """Where a completion at `cursor` goes, extending the menu's `selected` entry if any. The prefix
     and suffix are the bounded window (lsp.text.window)."""
     start, end, lead = cursor, cursor, ""
     if selected is not None:
-        start, end, lead = selected[0], max(selected[1], cursor), selected[2]
+        start, end, lead = selected.start, max(selected.end, cursor), selected.text
     prefix, suffix = around(text, start, end, lead)
     trail = auto_paired_closers(suffix, 0)
     return Placement(prefix=prefix, suffix=suffix, start=start, end=end + len(trail), lead=lead, trail=trail)

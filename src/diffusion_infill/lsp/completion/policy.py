@@ -18,6 +18,7 @@ import enum
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion.confidence import Calibration, gate_threshold
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import RequestTerms
 from diffusion_infill.lsp.settings import ServerSettings
 
@@ -55,20 +56,20 @@ class RequestPolicy:
             copied,
         )
 
-    def samples(self, automatic: bool) -> int:
+    def samples(self, trigger: Trigger) -> int:
         """How many completions a request is offered: one while typing, several when the user asks."""
-        return 1 if automatic else self.invoked_items
+        return 1 if trigger is Trigger.AUTOMATIC else self.invoked_items
 
-    def threshold(self, automatic: bool) -> float:
+    def threshold(self, trigger: Trigger) -> float:
         """The user asked: every completion is offered; while typing only those likely to be accepted."""
-        return self.gate if automatic else 0.0
+        return self.gate if trigger is Trigger.AUTOMATIC else 0.0
 
-    def terms(self, samples: int, automatic: bool) -> RequestTerms:
+    def terms(self, samples: int, trigger: Trigger) -> RequestTerms:
         """What lsp.completion.without_run needs to know of a request besides its text."""
         return RequestTerms(
             samples,
-            self.threshold(automatic),
-            automatic,
+            self.threshold(trigger),
+            trigger,
             self.document_drafts is DocumentDrafts.SERVER,
             self.calibrated,
             self.quiet_after,

@@ -32,8 +32,10 @@ from lsprotocol.types import Position
 
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import Draft, InfillRequest
+from diffusion_infill.lsp.completion.items import SelectedEntry
 from diffusion_infill.lsp.completion.policy import RequestPolicy
 from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.lsp.completion.worker import EngineWorker
 
@@ -45,9 +47,9 @@ class RunKey:
     uri: str
     version: int
     cursor: int  # offset of the cursor in the document
-    selected: tuple[int, int, str] | None  # the completion menu's selected entry: start, end, text
+    selected: SelectedEntry | None  # the completion menu's selected entry
     samples: int
-    automatic: bool = False  # asked while typing, not by the user
+    trigger: Trigger = Trigger.INVOKED
 
 
 @dataclass
@@ -86,7 +88,7 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         started = time.monotonic()
-        answer = self._no_run.answer(request, self.policy.terms(key.samples, key.automatic))
+        answer = self._no_run.answer(request, self.policy.terms(key.samples, key.trigger))
         if not answer.run:
             return self._without_run(key, position, answer.kept, started)
         run = self._live.get(key.uri)
@@ -132,7 +134,7 @@ class Runs:
         item the steps that wrote it."""
         self.invalidate(key.uri)
         final = _kept_draft(kept, _since(started))
-        offered = [final] if clears_gate(final.confidence, self.policy.threshold(key.automatic)) else []
+        offered = [final] if clears_gate(final.confidence, self.policy.threshold(key.trigger)) else []
         self._done[key.uri] = (key, offered)
         answer = replace(final, step=0, text=final.text if offered else "")
         self._notify(key, position, answer, _since(started), offered)
@@ -185,7 +187,7 @@ class Runs:
         returns the completions offered (those the confidence threshold lets through)."""
         finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
-        threshold = self.policy.threshold(run.key.automatic)
+        threshold = self.policy.threshold(run.key.trigger)
         offered = [draft for draft in finals if clears_gate(draft.confidence, threshold)]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's

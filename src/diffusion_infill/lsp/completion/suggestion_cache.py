@@ -4,8 +4,14 @@ Editors ask again for a context they asked before (an undo, the cursor moved awa
 back), and a user who types the beginning of the suggestion shown expects the rest to stay
 (Tabby keeps such a cache for the same reason). The last few final completions are kept
 by their context; a request whose context is one of them gets its completion back, and a
-request that types along a shown one (diffusion_infill.lsp.completion.typed_along) gets the rest of it.
+request that types along a shown one gets the rest of it.
 The cache is the caller's (the server keeps one): the engine keeps nothing between requests.
+
+Whether a context is being typed along is one rule (`rest`), for every caller: a completion offered at one
+context is typed along at a later one when the user typed its beginning and nothing else: the same language,
+the same text after the cursor, the text before it grown by a beginning of the completion, and some of the
+completion left. The document is then what it would be had the user accepted the completion, so its rest
+keeps closure as the whole did. The cache answers with that rest and a run warm-starts from it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ from dataclasses import dataclass
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.lru import Lru
 from diffusion_infill.engine.requests import MODEL, TYPED_ALONG, InfillRequest
-from diffusion_infill.lsp.completion import typed_along
 
 CACHE_SIZE = 32  # contexts kept, across documents
 
@@ -61,6 +66,19 @@ class SuggestionCache:
         for context, kept in self._entries.newest_first():
             if threshold is not None and not clears_gate(kept.confidence, threshold):
                 continue
-            if (left := typed_along.rest(_request(context), kept.text, request)) is not None:
+            if (left := rest(_request(context), kept.text, request)) is not None:
                 return Suggestion(left, kept.confidence, TYPED_ALONG, kept.steps)
         return None
+
+
+def rest(offered_at: InfillRequest, completion: str, now: InfillRequest) -> str | None:
+    """What is left of `completion` (offered at `offered_at`) when `now` is its context with a
+    beginning of it typed; None when `now` is not, or when nothing of it is left."""
+    if now.suffix != offered_at.suffix or now.language != offered_at.language:
+        return None
+    if not now.prefix.startswith(offered_at.prefix):
+        return None
+    typed = now.prefix[len(offered_at.prefix) :]
+    if not completion.startswith(typed) or len(completion) == len(typed):
+        return None
+    return completion[len(typed) :]

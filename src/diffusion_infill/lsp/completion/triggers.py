@@ -1,4 +1,5 @@
-"""Where an as-you-type request is worth a completion run.
+"""Who asked for a completion (the Trigger: the user, or the editor while the user types), and where an
+as-you-type request is worth a completion run.
 
 Right after some characters what the user types next is rarely what a completion offers:
 on the tuning excerpts of the typing replay (diffusion_infill.bench.replay --tuning; docs/replay.md), no
@@ -12,6 +13,26 @@ typed along still shows its rest.
 """
 
 from __future__ import annotations
+
+import enum
+
+from lsprotocol.types import InlineCompletionTriggerKind
+
+
+class Trigger(enum.StrEnum):
+    """Who asked; its value is the accept command's argument and the telemetry's key."""
+
+    INVOKED = "invoked"  # the user asked: several items, no gate
+    AUTOMATIC = "automatic"  # asked while typing: one item, gated, quiet characters run nothing
+
+    @classmethod
+    def of(cls, kind: InlineCompletionTriggerKind) -> Trigger:
+        return cls.INVOKED if kind == InlineCompletionTriggerKind.Invoked else cls.AUTOMATIC
+
+    @classmethod
+    def named(cls, value: str) -> Trigger | None:
+        """The trigger a client's accept command names; None for anything else."""
+        return next((trigger for trigger in cls if trigger.value == value), None)
 
 
 def quiet(prefix: str, quiet_after: str) -> bool:

@@ -4,7 +4,7 @@
 
 In order, for a request:
 1. the suggestion cache (diffusion_infill.lsp.completion.suggestion_cache): the same context again gets the
-   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.typed_along)
+   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.suggestion_cache.rest)
    gets its rest;
 2. the document's draft (diffusion_infill.engine.completion.repeated_text), for a single-item request that may
    have one, when its estimate clears the threshold and the model is calibrated: only then do
@@ -28,6 +28,7 @@ from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import DOCUMENT, InfillRequest
 from diffusion_infill.lsp.completion import triggers
 from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
+from diffusion_infill.lsp.completion.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class RequestTerms:
 
     samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
     threshold: float = 0.0  # the confidence an offered completion needs
-    automatic: bool = False  # asked while typing, not by the user
+    trigger: Trigger = Trigger.INVOKED
     document_drafts: bool = False  # the document's draft may answer (the setting; not if the engine judges lines)
     calibrated: bool = False  # the model's completions have calibrated estimates
     quiet_after: str = ""  # characters after which an automatic request runs nothing
@@ -61,7 +62,7 @@ class WithoutRun:
             kept = self._document_draft(request, terms.threshold)
         if kept is not None:
             return Answer(kept, run=terms.samples > 1)
-        if terms.automatic and triggers.quiet(request.prefix, terms.quiet_after):
+        if terms.trigger is Trigger.AUTOMATIC and triggers.quiet(request.prefix, terms.quiet_after):
             return Answer(None, run=False)
         warm = self.cache.typed_along(request)  # not shown, or the cache would have answered
         return Answer(None, run=True, start_text=warm.text if warm is not None else None)
@@ -75,7 +76,7 @@ class WithoutRun:
 
     @staticmethod
     def _drafts_apply(terms: RequestTerms) -> bool:
-        return terms.automatic and terms.document_drafts and terms.calibrated
+        return terms.trigger is Trigger.AUTOMATIC and terms.document_drafts and terms.calibrated
 
     def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""

@@ -82,3 +82,21 @@ class ModelText:
     def to_document(self, completion: str) -> str:
         """`completion` (the model's, LF) with the document's line ends."""
         return completion if self.line_end == "\n" else completion.replace("\n", self.line_end)
+
+
+class Tails:
+    """What the model reads of each other open document (the window's worth before its end, LF line ends),
+    kept for the text it was sliced from: sliced once a version, not at every keystroke in another document."""
+
+    def __init__(self):
+        self._kept: dict[str, tuple[Rope, str]] = {}  # uri -> (the text it was sliced from, the tail)
+
+    def of(self, uri: str, text: Rope) -> str:
+        kept = self._kept.get(uri)
+        if kept is None or kept[0] is not text:  # an edit makes a new Rope: the tail of the old is stale
+            kept = (text, ModelText.of(around(text, len(text), len(text))[0], "").prefix)
+            self._kept[uri] = kept
+        return kept[1]
+
+    def forget(self, uri: str) -> None:
+        self._kept.pop(uri, None)
