@@ -1,15 +1,17 @@
-"""lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a
+"""lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a run asked
+while typing waits the debounce (a key meanwhile starts none), one the user asked for starts at once; a
 publish callback that raises is logged and the run still answers."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+from concurrent.futures import Future
 
 from lsprotocol.types import Position
 
 from diffusion_infill.engine.remote.client import RemoteError
-from diffusion_infill.engine.requests import InfillRequest
+from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
 from diffusion_infill.lsp.completion.runs import Run, RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import Job
@@ -55,3 +57,42 @@ async def test_a_publish_callback_that_raises_is_logged_and_the_run_still_answer
     assert len(finals) == 1 and finals[0].final
     assert reports == []  # no draft's callback raised into the event loop either
     assert "the client's stream is closed" in caplog.text
+
+
+class _Engine:
+    """Records the jobs handed to the engine thread; each finishes with one empty final draft."""
+
+    def __init__(self):
+        self.jobs: list[Job] = []
+
+    def complete(self, job: Job) -> Future:
+        self.jobs.append(job)
+        done: Future = Future()
+        done.set_result([Draft("", 1, 0.0, final=True, valid=True)])
+        return done
+
+
+async def test_a_run_asked_while_typing_waits_the_debounce_and_a_key_meanwhile_starts_none():
+    engine = _Engine()
+    runs = Runs(engine, lambda *_: None)  # type: ignore[arg-type]
+    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=True)
+    asked = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
+    await asyncio.sleep(0)
+    assert engine.jobs == []  # the debounce: no job yet
+    runs.invalidate(key.uri)  # the next key's didChange
+    assert await asked == []
+    await asyncio.sleep(runs.policy.debounce_s * 2)
+    assert engine.jobs == []  # never started: no model step for a key typed past
+    later = RunKey("file:///a.py", 2, 5, None, 1, automatic=True)
+    await runs.complete(later, InfillRequest("x = 1", "\n"), Position(0, 5))
+    assert len(engine.jobs) == 1  # one quiet moment: one run
+
+
+async def test_a_run_the_user_asked_for_starts_at_once():
+    engine = _Engine()
+    runs = Runs(engine, lambda *_: None)  # type: ignore[arg-type]
+    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=False)
+    asked = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
+    await asyncio.sleep(0)
+    assert len(engine.jobs) == 1
+    await asked
