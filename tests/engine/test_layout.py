@@ -74,20 +74,20 @@ def test_the_tokens_never_written_are_listed_in_engine_tokens_only():
 def test_answers_without_a_run_are_decided_in_one_module():
     # bench.calibrate counts how often document drafts are right: the numbers their estimate is made of;
     # engine.completion.copied_lines hands the document draft to the model as one candidate to judge
-    without_run = named("engine.completion.without_run")
+    without_run = named("lsp.completion.without_run")
     assert importers("diffusion_infill.engine.completion.repeated_text") == without_run | named(
         "bench.calibrate", "engine.completion.copied_lines"
     )
-    assert importers("diffusion_infill.engine.completion.triggers") == without_run
-    assert importers("diffusion_infill.engine.completion.suggestion_cache") == without_run
-    assert "diffusion_infill.lsp.completion.runs" in importers("diffusion_infill.engine.completion.without_run")
+    assert importers("diffusion_infill.lsp.completion.triggers") == without_run
+    assert importers("diffusion_infill.lsp.completion.suggestion_cache") == without_run
+    assert "diffusion_infill.lsp.completion.runs" in importers("diffusion_infill.lsp.completion.without_run")
 
 
 def test_typing_along_is_decided_in_one_module():
     # the suggestion cache answers with the rest of a shown completion and gives a run its warm start;
     # the benchmark's typed-along scenario warm-starts the same way
-    assert importers("diffusion_infill.engine.completion.typed_along") == named(
-        "engine.completion.suggestion_cache", "bench.compare"
+    assert importers("diffusion_infill.lsp.completion.typed_along") == named(
+        "lsp.completion.suggestion_cache", "bench.compare"
     )
 
 

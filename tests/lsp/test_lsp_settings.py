@@ -65,5 +65,5 @@ def test_quantize_is_none_by_default_takes_a_known_mode_and_loads_the_model_agai
 
 
 def test_a_document_drafts_setting_switched_off_also_switches_off_judged_lines_and_prompt_lookup():
-    assert ServerSettings().engine_settings().line_drafts
-    assert not ServerSettings(document_drafts=False).engine_settings().line_drafts
+    assert ServerSettings().engine_settings().document_drafts
+    assert not ServerSettings(document_drafts=False).engine_settings().document_drafts

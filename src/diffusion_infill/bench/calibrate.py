@@ -93,7 +93,7 @@ def best_threshold(points: list[dict]) -> float:
 def measure(path: Path, tuning: list[Excerpt], reported: list[Excerpt], write: bool, rows: Path | None) -> dict:
     loaded = load_any(str(path))
     # the model's own completions: judged copied lines have their own gate (bench.calibrate_revision)
-    engine = create_engine(loaded, EngineSettings(line_drafts=False))
+    engine = create_engine(loaded, EngineSettings(document_drafts=False))
     tuning_rows = observations(engine, tuning)
     calibration = fit(
         [(row["evidence"], row["accepted"]) for row in tuning_rows],

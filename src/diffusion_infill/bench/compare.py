@@ -65,7 +65,7 @@ DIFFUSION = Config("diffusion", "diffusion")
 AUTOREGRESSIVE = Config("autoregressive", "autoregressive")  # prompt lookup where it pays (baseline.lookup_pays)
 # The baseline with prompt lookup decoding on every request and off: the ratios are against the faster of the two.
 LOOKUP_ON = Config("autoregressive, prompt lookup on every request", "autoregressive", {"prompt_lookup_always": True})
-LOOKUP_OFF = Config("autoregressive, prompt lookup off", "autoregressive", {"line_drafts": False})
+LOOKUP_OFF = Config("autoregressive, prompt lookup off", "autoregressive", {"document_drafts": False})
 ABLATIONS = (
     Config("diffusion, early stopping off", "diffusion", {"confidence_threshold": -1.0, "stable_insertion": 0}),
     Config("diffusion, entropy bound 0.1", "diffusion", {"entropy_bound": 0.1}),
@@ -126,8 +126,8 @@ def _engine(config: Config, model: Path | None, baseline: Path, quantize: str = 
 
 
 def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
-    from diffusion_infill.engine.completion import typed_along
     from diffusion_infill.engine.completion.prefix_cache import PrefixCache
+    from diffusion_infill.lsp.completion import typed_along
 
     first = run_case(engine, case, tokenizer, prefill_passes)
     if len(first["text"]) <= TYPED_CHARACTERS:

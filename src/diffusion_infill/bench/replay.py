@@ -29,7 +29,7 @@ excerpts), `wrong_shown_per_100`, `latency_ms_p50` and `_p95` (answers that came
 time), `cpu_ms_per_100` (the server process's CPU time, all threads, per 100 characters
 of the excerpts), `answered_without_model` (the final `infill/draft` of the request's
 version says step 0: no denoising step ran), `answered_without_run` (no final `infill/draft`
-at all: the server ran nothing, diffusion_infill.engine.completion.without_run), `shown_by_source` and
+at all: the server ran nothing, diffusion_infill.lsp.completion.without_run), `shown_by_source` and
 `accepted_by_source` (the suggestions shown, and those accepted whole, by where the final
 `infill/draft` says they came from: the model's run, the document's draft, or the rest of a
 shown suggestion typed along; diffusion_infill.engine.requests.SOURCES), `flashed_drafts` (drafts the client
@@ -320,7 +320,7 @@ class Typist:
         entry.update(latency_ms=round(latency_ms, 1), step=final and final.get("step"))
         if final is not None and final.get("step") == 0:
             counts["answered_without_model"] += 1
-        if final is None:  # not even a final draft: the server ran nothing (engine.completion.without_run)
+        if final is None:  # not even a final draft: the server ran nothing (lsp.completion.without_run)
             counts["answered_without_run"] += 1
         shown = _insert_text(items[0]) if items else ""
         counts["flashed_drafts"] += self._flashed(uri, version, shown)

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # diffusion_infill.engine.completion.sampler imports torch; r
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 # Where a final completion comes from: a model's run, the document's own draft
-# (engine.completion.repeated_text), the rest of a shown one typed along (engine.completion.typed_along),
+# (engine.completion.repeated_text), the rest of a shown one typed along (lsp.completion.typed_along),
 # or a line copied from the code that the model judged and perhaps edited (engine.completion.judge)
 MODEL, DOCUMENT, TYPED_ALONG, REVISED = "model", "document", "typed_along", "revised"
 SOURCES = (MODEL, DOCUMENT, TYPED_ALONG, REVISED)
@@ -26,7 +26,7 @@ class InfillRequest:
     others: tuple[str, ...] = ()  # text of other open documents of the language: lines to copy from
     # a line copied from the code may answer (engine.completion.judge); off for the later samples of
     # an Invoked request, which the model draws so that they differ from it
-    copied_lines: bool = True
+    document_drafts: bool = True
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ class EngineSettings:
     stop_at_line_end: bool = True
     # Single-line completions start from whole lines copied from the code, judged by the model in one
     # pass (engine.completion.judge), when the checkpoint has a calibration for them (revision.json).
-    line_drafts: bool = True
-    # The autoregressive baseline's counterpart, prompt lookup decoding, runs (with line_drafts) only where the
+    document_drafts: bool = True
+    # The autoregressive baseline's counterpart, prompt lookup decoding, runs (with document_drafts) only where the
     # prompt repeats the tokens before the cursor (engine.baseline.autoregressive.lookup_pays); True: on
     # every request, as `bench` measures it beside the default.
     prompt_lookup_always: bool = False

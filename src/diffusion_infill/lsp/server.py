@@ -30,7 +30,7 @@ from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.current_engine import State, TorchStart
 from diffusion_infill.lsp.completion.items import items, placement
-from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
+from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import CompletionFailed
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
@@ -254,7 +254,7 @@ async def inline_completion(ls: InfillServer, params: types.InlineCompletionPara
             ModelText.of(around(other.text, len(other.text), len(other.text))[0], "").prefix
             for other in ls.documents.others(document)
         )
-        if policy.copied_lines is CopiedLines.ENGINE
+        if policy.document_drafts is DocumentDrafts.ENGINE
         else ()
     )
     request = InfillRequest(

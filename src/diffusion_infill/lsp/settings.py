@@ -42,12 +42,12 @@ class ServerSettings:
     # Offer what followed the same tokens earlier in the file (diffusion_infill.engine.completion.repeated_text),
     # and lines copied from the code that the model judges (engine.completion.copied_lines, judge)
     document_drafts: bool = True
-    # Automatic requests right after one of these characters run nothing (engine.completion.triggers); "": none
+    # Automatic requests right after one of these characters run nothing (lsp.completion.triggers); "": none
     quiet_after: str | None = None  # None: the characters calibrated with the checkpoint
 
     def engine_settings(self) -> EngineSettings:
         # documentDrafts lets the engine copy lines; who answers from them: lsp.completion.policy
-        return EngineSettings(mode=self.mode, line_drafts=self.document_drafts).with_overrides(
+        return EngineSettings(mode=self.mode, document_drafts=self.document_drafts).with_overrides(
             max_gap_tokens=self.max_gap_tokens, max_steps=self.max_steps, entropy_bound=self.entropy_bound
         )
 

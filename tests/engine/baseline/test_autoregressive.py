@@ -148,7 +148,7 @@ def test_prompt_lookup_checks_draft_tokens_from_the_prompt_and_keeps_the_greedy_
     line = "result = compute(alpha, beta, gamma)\n"
     request = InfillRequest(line * 3 + "result = compute(al", "\n", "python")
     plain = list(
-        AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line", line_drafts=False)).complete(request)
+        AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line", document_drafts=False)).complete(request)
     )
     looked_up = list(AutoregressiveEngine(tiny_fim, EngineSettings(mode="single-line")).complete(request))
 
@@ -165,8 +165,8 @@ def test_prompt_lookup_writes_a_repeated_line_in_fewer_passes_with_the_trained_b
     line = "    self.assertEqual(parse_header(value), expected_header)\n"
     request = InfillRequest("class T:\n  def test(self):\n" + line * 3 + "    self.assertEqual(pa", "\n", "python")
     plain, looked_up = (
-        list(AutoregressiveEngine(loaded, EngineSettings(mode="single-line", line_drafts=drafts)).complete(request))[-1]
-        for drafts in (False, True)
+        list(AutoregressiveEngine(loaded, settings).complete(request))[-1]
+        for settings in (EngineSettings(mode="single-line", document_drafts=drafts) for drafts in (False, True))
     )
 
     assert looked_up.text == plain.text and plain.text.startswith("rse_header(value)")

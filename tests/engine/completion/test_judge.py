@@ -110,7 +110,7 @@ def test_the_gate_reads_a_judged_texts_features_by_name(engine):
 def test_a_request_that_wants_no_copied_line_is_denoised(engine):
     engine.revision = Calibration(dict.fromkeys(judge.FEATURES, 0.0), intercept=5.0, threshold=0.5)
 
-    assert list(engine.complete(dataclasses.replace(REQUEST, copied_lines=False)))[-1].source == MODEL
+    assert list(engine.complete(dataclasses.replace(REQUEST, document_drafts=False)))[-1].source == MODEL
 
 
 def test_lines_of_the_other_open_documents_can_answer(engine):

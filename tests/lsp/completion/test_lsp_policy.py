@@ -5,8 +5,8 @@ and the gate are decided."""
 from __future__ import annotations
 
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.without_run import Asked
-from diffusion_infill.lsp.completion.policy import CopiedLines, RequestPolicy
+from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
+from diffusion_infill.lsp.completion.without_run import RequestTerms
 from diffusion_infill.lsp.settings import ServerSettings
 
 CALIBRATED = Calibration({}, 0.0, threshold=0.6, quiet_after=" :")
@@ -30,10 +30,10 @@ def test_settings_override_the_checkpoints_values():
 
 
 def test_copied_lines_are_answered_by_the_engine_that_judges_them_else_by_the_server():
-    assert RequestPolicy.of(DEFAULTS, None, judges_lines=True).copied_lines is CopiedLines.ENGINE
-    assert RequestPolicy.of(DEFAULTS, None, judges_lines=False).copied_lines is CopiedLines.SERVER
+    assert RequestPolicy.of(DEFAULTS, None, judges_lines=True).document_drafts is DocumentDrafts.ENGINE
+    assert RequestPolicy.of(DEFAULTS, None, judges_lines=False).document_drafts is DocumentDrafts.SERVER
     off = ServerSettings(document_drafts=False)
-    assert RequestPolicy.of(off, None, judges_lines=True).copied_lines is CopiedLines.OFF
+    assert RequestPolicy.of(off, None, judges_lines=True).document_drafts is DocumentDrafts.OFF
 
 
 def test_the_user_asking_gets_every_completion_and_several_items_typing_gets_one_past_the_gate():
@@ -44,6 +44,6 @@ def test_the_user_asking_gets_every_completion_and_several_items_typing_gets_one
 
 def test_what_answers_without_a_run_is_told_the_same_decisions():
     server = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=False)
-    assert server.asked(1, automatic=True) == Asked(1, 0.6, True, True, True, " :")
+    assert server.terms(1, automatic=True) == RequestTerms(1, 0.6, True, True, True, " :")
     engine = RequestPolicy.of(DEFAULTS, CALIBRATED, judges_lines=True)  # the engine drafts from copied lines
-    assert engine.asked(3, automatic=False) == Asked(3, 0.0, False, False, True, " :")
+    assert engine.terms(3, automatic=False) == RequestTerms(3, 0.0, False, False, True, " :")

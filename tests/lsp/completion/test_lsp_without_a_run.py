@@ -1,6 +1,6 @@
 """Automatic requests answered without a completion run, through the real server process:
 drafts from the document itself (diffusion_infill.engine.completion.repeated_text) and requests right after a
-character that rarely starts an accepted completion (diffusion_infill.engine.completion.triggers).
+character that rarely starts an accepted completion (diffusion_infill.lsp.completion.triggers).
 
 The checkpoint is a copy of the embedded model with a calibration that estimates every
 completion at exactly 0.5 and comes with the threshold 0.6: by default the model's own

@@ -175,7 +175,7 @@ class AutoregressiveEngine:
             output_scores=True,
             return_dict_in_generate=True,
         )
-        if self.settings.line_drafts and (self.settings.prompt_lookup_always or lookup_pays(context, ids)):
+        if self.settings.document_drafts and (self.settings.prompt_lookup_always or lookup_pays(context, ids)):
             # prompt lookup (draft-token) decoding: the tokens that followed the last ones earlier in the
             # prompt are checked in one forward pass and kept up to the first the model would not write
             options["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS

@@ -81,7 +81,7 @@ class Calibration:
     threshold: float = 0.0  # the minConfidence chosen with it: most typing saved per wrong suggestion shown
     fitted_on: str = ""  # what it was fitted on, for the record
     # the quietAfter chosen with it: characters after which no suggestion of this model shown in the
-    # tuning replay was accepted (diffusion_infill.engine.completion.triggers); another model keeps its own
+    # tuning replay was accepted (diffusion_infill.lsp.completion.triggers); another model keeps its own
     quiet_after: str = ""
 
     def estimate(self, found: Evidence) -> float:

@@ -45,7 +45,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class _Found:
+class _Copy:
     text: str
     rule: str
     matched: int
@@ -65,21 +65,21 @@ def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = M
     found = list(_same(head, lines)) + list(_analogous(head, lines))
     draft = repeated_text.document_draft(request.prefix)
     if draft is not None:
-        found.append(_Found(draft.text, "document", draft.matched_tokens, 1))
+        found.append(_Copy(draft.text, "document", draft.matched_tokens, 1))
     for other in others:
-        found += [_Found(f.text, f.rule, f.matched, MAX_LINES) for f in _same(head, other.split("\n")[-MAX_LINES:])]
+        found += [_Copy(f.text, f.rule, f.matched, MAX_LINES) for f in _same(head, other.split("\n")[-MAX_LINES:])]
     if closers:
         found = [
-            _Found(f.text.removesuffix(closers), f.rule, f.matched, f.distance)
+            _Copy(f.text.removesuffix(closers), f.rule, f.matched, f.distance)
             for f in found
             if f.text.endswith(closers)
         ]
     return _ranked([f for f in found if f.text.strip() and len(f.text) <= MAX_CHARS], most)
 
 
-def _ranked(found: list[_Found], most: int) -> list[Candidate]:
+def _ranked(found: list[_Copy], most: int) -> list[Candidate]:
     """One candidate per text: its best source, and how many sources agree on it."""
-    best: dict[str, _Found] = {}
+    best: dict[str, _Copy] = {}
     agree: dict[str, int] = {}
     for f in found:
         agree[f.text] = agree.get(f.text, 0) + 1
@@ -96,21 +96,21 @@ def _tails(head: str) -> list[str]:
     return [head[start:] for start in starts]
 
 
-def _same(head: str, lines: Sequence[str]) -> Iterable[_Found]:
+def _same(head: str, lines: Sequence[str]) -> Iterable[_Copy]:
     """Per earlier line, the rest after the longest end of `head` it holds at a token boundary."""
     tails = _tails(head)
     whole = head.lstrip()
     for distance, line in enumerate(reversed(lines), start=1):
         if line.lstrip().startswith(whole) and len(line.lstrip()) > len(whole):
             rest = line.lstrip()[len(whole) :]
-            yield _Found(rest.rstrip(), "same", len(TOKEN.findall(whole)), distance)
+            yield _Copy(rest.rstrip(), "same", len(TOKEN.findall(whole)), distance)
             continue
         for count, tail in zip(range(len(tails), 0, -1), tails, strict=True):
             if len(tail) < MIN_MATCH_CHARS:
                 break
             at = _find_at_boundary(line, tail)
             if at is not None and at + len(tail) < len(line.rstrip()):
-                yield _Found(line[at + len(tail) :].rstrip(), "same", count, distance)
+                yield _Copy(line[at + len(tail) :].rstrip(), "same", count, distance)
                 break
 
 
@@ -124,7 +124,7 @@ def _find_at_boundary(line: str, tail: str) -> int | None:
     return None
 
 
-def _analogous(head: str, lines: Sequence[str]) -> Iterable[_Found]:
+def _analogous(head: str, lines: Sequence[str]) -> Iterable[_Copy]:
     """The line after an earlier line like the cursor's previous one, its differing identifiers swapped."""
     if not lines:
         return
@@ -140,7 +140,7 @@ def _analogous(head: str, lines: Sequence[str]) -> Iterable[_Found]:
             continue
         following = _swapped(lines[index + 1], swaps)
         if following.startswith(head) and len(following.rstrip()) > len(head):
-            yield _Found(following[len(head) :].rstrip(), "analogous", len(TOKEN.findall(head)), len(lines) - index)
+            yield _Copy(following[len(head) :].rstrip(), "analogous", len(TOKEN.findall(head)), len(lines) - index)
 
 
 def _shape(line: str) -> str:

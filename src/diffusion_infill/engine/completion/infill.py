@@ -89,7 +89,7 @@ class InfillEngine:
         """Yields a Draft after every denoising step; the last one is final and closure-valid.
 
         `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
-        diffusion_infill.engine.completion.typed_along); None: a cold start. Nothing is kept between calls but
+        diffusion_infill.lsp.completion.typed_along); None: a cold start. Nothing is kept between calls but
         the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
         """
         one_line = not self.settings.multi_line(request.prefix)
@@ -116,7 +116,7 @@ class InfillEngine:
     def _copied_line(self, request: InfillRequest) -> Draft | None:
         """The best line copied from the code as the model judges it, when its estimate clears the
         revision calibration's threshold and it keeps closure; None otherwise (or without that calibration)."""
-        if self.revision is None or not (self.settings.line_drafts and request.copied_lines):
+        if self.revision is None or not (self.settings.document_drafts and request.document_drafts):
             return None
         candidates = copied_lines.candidates(request, request.others)
         best = judge.best(self, request, candidates)

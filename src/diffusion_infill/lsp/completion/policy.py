@@ -7,7 +7,7 @@ whether it judges copied lines itself (known once loaded). The server builds one
 from both at each settings change and at each model load's start and end (lsp.server), and every
 decision reads it: the inlineCompletion handler (which documents a request carries), lsp.runs (what
 answers without a run, the gate after a run). The engine's own permission to copy lines is the same
-`documentDrafts` setting (EngineSettings.line_drafts, given at load time): whether it answers from
+`documentDrafts` setting (EngineSettings.document_drafts, given at load time): whether it answers from
 them is its judge's (engine.completion.judge), and the autoregressive baseline uses them only to
 decode faster (prompt lookup).
 """
@@ -18,15 +18,15 @@ import enum
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion.confidence import Calibration, gate_threshold
-from diffusion_infill.engine.completion.without_run import Asked
+from diffusion_infill.lsp.completion.without_run import RequestTerms
 from diffusion_infill.lsp.settings import ServerSettings
 
 
-class CopiedLines(enum.Enum):
+class DocumentDrafts(enum.Enum):
     """Who answers a request from lines copied from the code."""
 
     OFF = "off"  # the documentDrafts setting is off: no one
-    SERVER = "server"  # the server, with the document's draft (engine.completion.without_run), unjudged
+    SERVER = "server"  # the server, with the document's draft (lsp.completion.without_run), unjudged
     ENGINE = "engine"  # the engine, which copies lines from this and the other open documents and judges them
 
 
@@ -34,9 +34,9 @@ class CopiedLines(enum.Enum):
 class RequestPolicy:
     invoked_items: int = 3  # completions an Invoked request is offered, for cycling
     gate: float = 0.0  # the confidence a completion offered to an Automatic request needs; Invoked: none
-    quiet_after: str = ""  # characters after which an Automatic request runs nothing (engine.completion.triggers)
+    quiet_after: str = ""  # characters after which an Automatic request runs nothing (lsp.completion.triggers)
     calibrated: bool = False  # the model's completions have calibrated estimates (a document draft needs them)
-    copied_lines: CopiedLines = CopiedLines.OFF
+    document_drafts: DocumentDrafts = DocumentDrafts.OFF
     # Seconds an Automatic request's model run waits before it starts: a key typed meanwhile (its didChange)
     # cancels it before any step. Answers without a run (the cache, the document's draft) never wait, so
     # clients ask at every key and only model work is debounced (as llama.vim does: cache at once, server later).
@@ -48,9 +48,9 @@ class RequestPolicy:
         quiet_after = settings.quiet_after
         if quiet_after is None:  # the setting's null: the characters calibrated with the checkpoint
             quiet_after = calibration.quiet_after if calibration is not None else ""
-        copied = CopiedLines.OFF
+        copied = DocumentDrafts.OFF
         if settings.document_drafts:
-            copied = CopiedLines.ENGINE if judges_lines else CopiedLines.SERVER
+            copied = DocumentDrafts.ENGINE if judges_lines else DocumentDrafts.SERVER
         return cls(
             settings.invoked_items,
             gate_threshold(settings.min_confidence, calibration),
@@ -71,13 +71,13 @@ class RequestPolicy:
         """The user asked: every completion is offered; while typing only those likely to be accepted."""
         return self.gate if automatic else 0.0
 
-    def asked(self, samples: int, automatic: bool) -> Asked:
-        """What engine.completion.without_run needs to know of a request besides its text."""
-        return Asked(
+    def terms(self, samples: int, automatic: bool) -> RequestTerms:
+        """What lsp.completion.without_run needs to know of a request besides its text."""
+        return RequestTerms(
             samples,
             self.threshold(automatic),
             automatic,
-            self.copied_lines is CopiedLines.SERVER,
+            self.document_drafts is DocumentDrafts.SERVER,
             self.calibrated,
             self.quiet_after,
         )

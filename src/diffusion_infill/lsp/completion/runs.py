@@ -13,7 +13,7 @@
   edit or another request meanwhile cancels it before its job reaches the engine thread. Nothing else waits:
   clients ask at every key, and answers without a run come at once.
 - A request that can be answered without a run (the suggestion cache, the document's draft,
-  a quiet character: diffusion_infill.engine.completion.without_run, which keeps the memory) is answered so;
+  a quiet character: diffusion_infill.lsp.completion.without_run, which keeps the memory) is answered so;
   a request for several items whose first one is known gets it first, and the engine samples
   only the others, distinct from it.
 - A final completion whose confidence is under the request's threshold (the request policy's gate,
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field, replace
 from lsprotocol.types import Position
 
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.policy import RequestPolicy
 from diffusion_infill.lsp.completion.sampling import Job
+from diffusion_infill.lsp.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.lsp.completion.worker import EngineWorker
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class Runs:
         if done is not None and done[0] == key:
             return done[1]
         started = time.monotonic()
-        answer = self._no_run.answer(request, self.policy.asked(key.samples, key.automatic))
+        answer = self._no_run.answer(request, self.policy.terms(key.samples, key.automatic))
         if not answer.run:
             return self._without_run(key, position, answer.kept, started)
         run = self._live.get(key.uri)

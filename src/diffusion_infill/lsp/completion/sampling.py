@@ -49,7 +49,7 @@ def samples(current: CurrentEngine, job: Job) -> list[Draft] | None:
 def _sample(current: CurrentEngine, job: Job, first: bool) -> Draft | None:
     """One completion: the final draft, or None when cancelled; CompletionFailed when the engine raised."""
     start_text = job.start_text if first else None
-    request = job.request if first else replace(job.request, copied_lines=False)
+    request = job.request if first else replace(job.request, document_drafts=False)
     try:
         return _run(current, job, request, first, start_text)
     except RemoteError:

@@ -3,15 +3,15 @@
 `complete`, always runs the model under it).
 
 In order, for a request:
-1. the suggestion cache (diffusion_infill.engine.completion.suggestion_cache): the same context again gets the
-   completion kept for it; a shown suggestion typed along (diffusion_infill.engine.completion.typed_along)
+1. the suggestion cache (diffusion_infill.lsp.completion.suggestion_cache): the same context again gets the
+   completion kept for it; a shown suggestion typed along (diffusion_infill.lsp.completion.typed_along)
    gets its rest;
 2. the document's draft (diffusion_infill.engine.completion.repeated_text), for a single-item request that may
    have one, when its estimate clears the threshold and the model is calibrated: only then do
    the model's completions have estimates on the same scale, and an uncalibrated model (a real
    DiffusionGemma, a server's model) is taken to know better than a repetition;
 3. a quiet request (as-you-type, right after a character that rarely starts an accepted
-   completion, diffusion_infill.engine.completion.triggers) gets nothing.
+   completion, diffusion_infill.lsp.completion.triggers) gets nothing.
 Otherwise the engine runs. A request for several items gets the kept completion first and the
 engine samples only the others (the kept one stays the context's: one sample and one gate
 decision per context, whichever request asks first); a single-item request runs with a warm
@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion import repeated_text, triggers
+from diffusion_infill.engine.completion import repeated_text
 from diffusion_infill.engine.completion.confidence import clears_gate
-from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from diffusion_infill.engine.requests import DOCUMENT, InfillRequest
+from diffusion_infill.lsp.completion import triggers
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
 
 
 @dataclass(frozen=True)
-class Asked:
+class RequestTerms:
     """What the policy needs to know of a request besides its text."""
 
     samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
@@ -54,13 +55,13 @@ class WithoutRun:
     def __init__(self, cache: SuggestionCache | None = None):
         self.cache = cache or SuggestionCache()
 
-    def answer(self, request: InfillRequest, asked: Asked) -> Answer:
-        kept = self.cache.lookup(request, asked.threshold)
-        if kept is None and asked.samples == 1 and self._drafts_apply(asked):
-            kept = self._document_draft(request, asked.threshold)
+    def answer(self, request: InfillRequest, terms: RequestTerms) -> Answer:
+        kept = self.cache.lookup(request, terms.threshold)
+        if kept is None and terms.samples == 1 and self._drafts_apply(terms):
+            kept = self._document_draft(request, terms.threshold)
         if kept is not None:
-            return Answer(kept, run=asked.samples > 1)
-        if asked.automatic and triggers.quiet(request.prefix, asked.quiet_after):
+            return Answer(kept, run=terms.samples > 1)
+        if terms.automatic and triggers.quiet(request.prefix, terms.quiet_after):
             return Answer(None, run=False)
         warm = self.cache.typed_along(request)  # not shown, or the cache would have answered
         return Answer(None, run=True, start_text=warm.text if warm is not None else None)
@@ -73,8 +74,8 @@ class WithoutRun:
         self.cache.clear()
 
     @staticmethod
-    def _drafts_apply(asked: Asked) -> bool:
-        return asked.automatic and asked.document_drafts and asked.calibrated
+    def _drafts_apply(terms: RequestTerms) -> bool:
+        return terms.automatic and terms.document_drafts and terms.calibrated
 
     def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
         """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""

@@ -5,7 +5,7 @@ beginning and nothing else: the same language, the same text after the cursor, t
 before it grown by a beginning of the completion, and some of the completion left. The
 document is then what it would be had the user accepted the completion, so its rest keeps
 closure as the whole did. The suggestion cache answers with that rest
-(diffusion_infill.engine.completion.suggestion_cache) and a run warm-starts from it; nothing else decides it.
+(diffusion_infill.lsp.completion.suggestion_cache) and a run warm-starts from it; nothing else decides it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""diffusion_infill.engine.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
+"""diffusion_infill.lsp.completion.suggestion_cache: the same context again, or a shown suggestion typed along,
 answered without the model."""
 
 from __future__ import annotations
 
-from diffusion_infill.engine.completion.suggestion_cache import Suggestion, SuggestionCache
 from diffusion_infill.engine.requests import DOCUMENT, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
 
 
 def test_the_same_context_gets_the_same_completion_whatever_its_confidence():

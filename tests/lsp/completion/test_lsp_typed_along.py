@@ -1,9 +1,9 @@
-"""diffusion_infill.engine.completion.typed_along: the one rule for a completion being typed along."""
+"""diffusion_infill.lsp.completion.typed_along: the one rule for a completion being typed along."""
 
 from __future__ import annotations
 
-from diffusion_infill.engine.completion.typed_along import rest
 from diffusion_infill.engine.requests import InfillRequest
+from diffusion_infill.lsp.completion.typed_along import rest
 
 OFFERED = InfillRequest("x = le", "\n", "python")
 

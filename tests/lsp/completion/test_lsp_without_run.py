@@ -1,15 +1,15 @@
-"""diffusion_infill.engine.completion.without_run: the suggestion cache, then the document's draft, then a quiet
+"""diffusion_infill.lsp.completion.without_run: the suggestion cache, then the document's draft, then a quiet
 character; otherwise the engine runs (with a warm start when a completion is typed along)."""
 
 from __future__ import annotations
 
 from samples import RESETTING as CLASS  # the draft `self.items` gets is estimated at 0.88
 
-from diffusion_infill.engine.completion.suggestion_cache import Suggestion
-from diffusion_infill.engine.completion.without_run import Answer, Asked, WithoutRun
 from diffusion_infill.engine.requests import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion.suggestion_cache import Suggestion
+from diffusion_infill.lsp.completion.without_run import Answer, RequestTerms, WithoutRun
 
-TYPING = Asked(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
+TYPING = RequestTerms(threshold=0.5, automatic=True, document_drafts=True, calibrated=True, quiet_after=":")
 
 
 def test_the_same_context_comes_first_then_the_document_draft():
@@ -25,13 +25,13 @@ def test_a_document_draft_needs_an_automatic_single_item_request_a_calibrated_mo
     request = InfillRequest(CLASS, "\n", "python")
     assert WithoutRun().answer(request, TYPING).kept.source == DOCUMENT
     for asked in (
-        Asked(2, 0.5, True, True, True),
-        Asked(1, 0.5, False, True, True),
-        Asked(1, 0.5, True, False, True),
-        Asked(1, 0.5, True, True, False),
+        RequestTerms(2, 0.5, True, True, True),
+        RequestTerms(1, 0.5, False, True, True),
+        RequestTerms(1, 0.5, True, False, True),
+        RequestTerms(1, 0.5, True, True, False),
     ):
         assert WithoutRun().answer(request, asked) == Answer(None, run=True)
-    assert WithoutRun().answer(request, Asked(1, 0.9, True, True, True)) == Answer(None, run=True)  # under 0.9
+    assert WithoutRun().answer(request, RequestTerms(1, 0.9, True, True, True)) == Answer(None, run=True)  # under 0.9
 
 
 def test_a_shown_suggestion_typed_along_gets_its_rest_without_a_run():
@@ -50,7 +50,7 @@ def test_one_not_shown_is_typed_along_by_a_warm_start_of_the_run():
 def test_a_quiet_character_answers_nothing_unless_the_cache_knows_better():
     policy = WithoutRun()
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), TYPING) == Answer(None, run=False)
-    invoked = Asked(3, 0.0, quiet_after=":")
+    invoked = RequestTerms(3, 0.0, quiet_after=":")
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), invoked) == Answer(None, run=True)
     policy.remember(InfillRequest("def f(x)", "\n", "python"), Suggestion(": pass", 0.9))
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), TYPING).kept.text == " pass"
@@ -60,4 +60,4 @@ def test_several_items_get_the_kept_one_first_and_the_run_samples_the_others():
     policy = WithoutRun()
     request = InfillRequest("x = ", "\n", "python")
     policy.remember(request, Suggestion("1", 0.1))
-    assert policy.answer(request, Asked(3)) == Answer(Suggestion("1", 0.1), run=True)
+    assert policy.answer(request, RequestTerms(3)) == Answer(Suggestion("1", 0.1), run=True)

@@ -1,8 +1,8 @@
-"""diffusion_infill.engine.completion.triggers: where an as-you-type request is not worth a completion run."""
+"""diffusion_infill.lsp.completion.triggers: where an as-you-type request is not worth a completion run."""
 
 from __future__ import annotations
 
-from diffusion_infill.engine.completion.triggers import quiet
+from diffusion_infill.lsp.completion.triggers import quiet
 
 QUIET = ' :),".'  # the embedded model's (src/diffusion_infill/engine/model/confidence.json)
 

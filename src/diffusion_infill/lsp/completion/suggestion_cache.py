@@ -4,7 +4,7 @@ Editors ask again for a context they asked before (an undo, the cursor moved awa
 back), and a user who types the beginning of the suggestion shown expects the rest to stay
 (Tabby keeps such a cache for the same reason). The last few final completions are kept
 by their context; a request whose context is one of them gets its completion back, and a
-request that types along a shown one (diffusion_infill.engine.completion.typed_along) gets the rest of it.
+request that types along a shown one (diffusion_infill.lsp.completion.typed_along) gets the rest of it.
 The cache is the caller's (the server keeps one): the engine keeps nothing between requests.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion import typed_along
 from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.lru import Lru
 from diffusion_infill.engine.requests import MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion import typed_along
 
 CACHE_SIZE = 32  # contexts kept, across documents
 
