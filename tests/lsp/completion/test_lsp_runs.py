@@ -72,12 +72,18 @@ class _Engine:
         return done
 
 
-async def test_a_run_asked_while_typing_waits_the_debounce_and_a_key_meanwhile_starts_none():
+async def _asked(automatic: bool) -> tuple[_Engine, Runs, RunKey, asyncio.Future]:
+    """A request at `x = |` of version 1, one turn of the loop after it came."""
     engine = _Engine()
     runs = Runs(engine, lambda *_: None)  # type: ignore[arg-type]
-    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=True)
+    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=automatic)
     asked = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
     await asyncio.sleep(0)
+    return engine, runs, key, asked
+
+
+async def test_a_run_asked_while_typing_waits_the_debounce_and_a_key_meanwhile_starts_none():
+    engine, runs, key, asked = await _asked(automatic=True)
     assert engine.jobs == []  # the debounce: no job yet
     runs.invalidate(key.uri)  # the next key's didChange
     assert await asked == []
@@ -89,10 +95,6 @@ async def test_a_run_asked_while_typing_waits_the_debounce_and_a_key_meanwhile_s
 
 
 async def test_a_run_the_user_asked_for_starts_at_once():
-    engine = _Engine()
-    runs = Runs(engine, lambda *_: None)  # type: ignore[arg-type]
-    key = RunKey("file:///a.py", 1, 4, None, 1, automatic=False)
-    asked = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
-    await asyncio.sleep(0)
+    engine, _, _, asked = await _asked(automatic=False)
     assert len(engine.jobs) == 1
     await asked
