@@ -234,3 +234,178 @@ class ScriptedServer:
     def close(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+
+# What vLLM answers, from its sources (vllm-project/vllm): the refusal of sampling parameters for a
+# diffusion model (vllm/sampling_params.py, SamplingParams._validate_diffusion), the data-parallel
+# rank check (vllm/v1/engine/input_processor.py, InputProcessor.process_inputs, right after
+# _validate_params) and, in pull request #57250's build only, the diffusion arguments
+# (vllm/utils/diffusion.py, validate_diffusion_sampling_params, at 718db345f5d6629842bbf381e140a578205ebe93).
+DIFFUSION_REFUSAL = (
+    "The temperature, min_p, seed, min_tokens, logit_bias, bad_words, and allowed_token_ids "
+    "sampling parameters are not yet supported with diffusion models."
+)
+Canvas = Callable[[str, list[int]], str]  # (instruction, seed canvas or []) -> the canvas text answered
+
+
+class VllmStandIn:
+    """A scripted vLLM serving DiffusionGemma on loopback: `pull_request=False` is a released vLLM
+    (chat completions answered with one whole canvas, per-request diffusion arguments ignored),
+    True is the pull request's build (the arguments validated, the seed's pinned slots answered).
+    Both refuse temperature for the diffusion model, think unless asked not to (the answer then goes
+    to reasoning_content, as the gemma4 reasoning parser sends it), and tokenize one token a
+    character (ids are code points). `generated` counts canvases drawn; `bodies` holds every request."""
+
+    def __init__(self, canvas: Canvas, pull_request: bool, served_canvas: int = 256, pinned_reads_as=None):
+        self.canvas, self.pull_request, self.served_canvas = canvas, pull_request, served_canvas
+        self.pinned_reads_as = pinned_reads_as  # the PR writes its argmax at pinned slots: the head as read back
+        self.generated = 0
+        self.bodies: list[dict] = []
+        self.headers: list[dict] = []
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def refusal(self, body: dict, headers) -> str | None:
+        """Why vLLM refuses the request before generating, in its order of checks; None: it generates."""
+        if body.get("temperature", 1.0) != 1.0 or body.get("seed") is not None or body.get("min_p"):
+            return DIFFUSION_REFUSAL
+        xargs = body.get("vllm_xargs") or {}
+        if self.pull_request:
+            steps = xargs.get("diffusion_max_steps")
+            if steps is not None and not (isinstance(steps, int) and steps > 0):
+                return "diffusion_max_steps must be a positive integer."
+            width, seed = xargs.get("diffusion_canvas_length"), xargs.get("diffusion_seed_canvas")
+            if seed is not None and len(seed) != (width or self.served_canvas):
+                return f"diffusion_seed_canvas must hold exactly {width or self.served_canvas} ids, got {len(seed)}."
+        rank = headers.get("X-data-parallel-rank")
+        if rank is not None and not (0 <= int(rank) < 1):
+            return f"data_parallel_rank {rank} is out of range [0, 1)."
+        return None
+
+    def answer(self, body: dict) -> tuple[str, str]:
+        """The canvas text and its finish reason ("length": the whole canvas, its pinned head included)."""
+        self.generated += 1
+        xargs = (body.get("vllm_xargs") or {}) if self.pull_request else {}
+        seed = xargs.get("diffusion_seed_canvas") or []
+        prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+        text = self.canvas(prompt, seed)
+        pins = xargs.get("diffusion_pinned") or []
+        if pins:
+            head = "".join(chr(seed[pin]) for pin in pins)
+            text += head if self.pinned_reads_as is None else self.pinned_reads_as(head)
+            return text, "length"
+        return text, "stop"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.bodies.append(body)
+                server.headers.append(dict(self.headers))
+                if self.path == "/tokenize":
+                    self._json(200, {"tokens": [ord(c) for c in body["prompt"]], "count": len(body["prompt"])})
+                    return
+                refused = server.refusal(body, self.headers)
+                if refused is not None:
+                    self._json(400, {"error": {"message": refused, "type": "BadRequestError", "code": 400}})
+                    return
+                text, finish = server.answer(body)
+                thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+                chat = self.path == "/v1/chat/completions"
+                if not body.get("stream"):
+                    message = {"role": "assistant", "content": text[:1]}
+                    choice = {"index": 0, "message": message, "finish_reason": "length"}
+                    self._json(200, {"id": "x", "object": "chat.completion", "created": 0, "choices": [choice]})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                if chat and thinking:  # the budget goes to the trace; the content stays empty
+                    delta, finish = {"reasoning_content": text}, "length"
+                else:
+                    delta = {"content": text}
+                piece = {"index": 0, "finish_reason": finish, "logprobs": None}
+                piece.update({"delta": delta} if chat else {"text": text})
+                kind = "chat.completion.chunk" if chat else "text_completion"
+                event = {"id": "x", "object": kind, "created": 0, "model": body["model"], "choices": [piece]}
+                self.wfile.write(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode())
+
+            def _json(self, status: int, data: dict) -> None:
+                payload = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        return Handler
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+class FaultyServer:
+    """Answers every POST with `reply(handler)`: slow, endless, huge, redirecting, garbage or an error page."""
+
+    def __init__(self, reply: Callable[[BaseHTTPRequestHandler], None]):
+        self.reply = reply
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.requests += 1
+                try:
+                    server.reply(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client closed the request: what the bounded ones do
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+def events(handler: BaseHTTPRequestHandler, pieces, delay: float = 0.0) -> None:
+    """Streams `pieces` as plain-completion events, `delay` seconds apart."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    for text in pieces:
+        chunk = {"id": "x", "object": "text_completion", "created": 0, "model": "m"}
+        chunk["choices"] = [{"index": 0, "text": text, "finish_reason": None, "logprobs": None}]
+        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        handler.wfile.flush()
+        time.sleep(delay)
+    handler.wfile.write(b"data: [DONE]\n\n")
+
+
+def body(handler: BaseHTTPRequestHandler, status: int, data: bytes, kind: str = "application/json", **headers) -> None:
+    """One reply with `data` as its body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -87,3 +87,29 @@ def test_the_openai_engine_needs_a_url_and_a_model(tmp_path, capsys):
     assert "--url" in capsys.readouterr().err
     assert main(["serve", "--engine", "openai", "--url", "http://x/v1"]) == 2
     assert "--model" in capsys.readouterr().err
+
+
+def test_a_server_error_during_complete_or_fix_is_one_line(tmp_path, capsys):
+    """Issue 50: the probe passes, the completion's request is refused (a 500 with an error page)."""
+    from openai_servers import FaultyServer, body, events
+
+    from diffusion_infill.engine.remote.client import forget_servers
+
+    def reply(handler) -> None:
+        if handler.headers.get("X-data-parallel-rank"):  # the probe
+            events(handler, ["1"])
+        else:
+            body(handler, 500, b"<html><h1>Internal Server Error</h1></html>", "text/html")
+
+    server = FaultyServer(reply)
+    source = tmp_path / "a.py"
+    source.write_text("x = \n")
+    options = ["--engine", "openai", "--url", server.url, "--model", "m", "--prompt-format", "fim"]
+    forget_servers()
+    assert main(["complete", f"{source}:1:5", *options]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"diffusion-infill: {server.url} answered 500: Internal Server Error"
+    code = main(["fix", str(source), "--range", "1:1-1:4", "--kind", "regenerate", "--json", *options])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and code in (1, 2)
+    server.close()

@@ -82,6 +82,25 @@ def test_bench_int4_without_cuda_is_one_line_before_the_run(console_script):
     assert_one_line_error(run_cli(console_script, "bench", "--quick", "--quantize", "int4"), "int4 needs a CUDA GPU")
 
 
+# torchao not installed (`pip install diffusion-infill` without [quantize]): a None in sys.modules
+# makes `import torchao` fail and importlib.util.find_spec answer None, as for a missing package
+WITHOUT_TORCHAO = (
+    "import sys\nsys.modules['torchao'] = None\n"
+    "from diffusion_infill.cli.main import main\nsys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+def test_quantize_without_torchao_is_one_line_naming_the_extra(mode):
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCHAO, "complete", AT_SAMPLE, "--quantize", mode, "--device", "cuda"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert_one_line_error(done, f"--quantize {mode} needs torchao", "pip install 'diffusion-infill[quantize]'")
+
+
 def test_an_unknown_dtype_is_named(console_script):
     assert_one_line_error(run_cli(console_script, "complete", AT_SAMPLE, "--dtype", "float99"), "float99")
 

@@ -6,11 +6,12 @@ choose the engine."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from commands import serve_command
 from lsprotocol import types
-from openai_servers import SilentServer, free_port
+from openai_servers import FaultyServer, SilentServer, events, free_port
 
 from diffusion_infill.engine.remote.client import RemoteEngine
 from diffusion_infill.engine.remote.settings import RemoteSettings
@@ -151,3 +152,23 @@ async def test_the_api_key_goes_only_to_the_url_it_was_configured_for(tmp_path, 
         await stop(client)
         configured.close()
         elsewhere.close()
+
+
+@pytest.mark.asyncio
+async def test_an_invoked_completion_of_a_slow_server_ends_at_its_timeout_and_is_told_once(tmp_path):
+    """Issue 52: a server that answers after 10 s; the invoked timeout (2 s) covers the probe and the stream."""
+    slow = FaultyServer(lambda handler: (time.sleep(10), events(handler, ["1"])))
+    command = remote_command(slow.url, "m", tmp_path / "t.json", "--prompt-format", "fim", "--invoked-timeout", "2")
+    client, _ = await start(command, capabilities(["utf-16"]))
+    try:
+        editor = Editor(client)
+        uri = editor.open("x = \n")
+        assert await editor.request(uri, types.Position(0, 4), invoked=True) == []  # the first waits for the start
+        started = time.monotonic()
+        assert await editor.request(uri, types.Position(0, 5), invoked=True) == []
+        assert time.monotonic() - started < 2 + 1
+        [message] = client.messages  # once, not at every completion
+        assert slow.url in message.message and "did not answer within 2 s" in message.message
+    finally:
+        await stop(client)
+        slow.close()

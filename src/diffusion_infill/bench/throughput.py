@@ -199,6 +199,7 @@ def measure(side: str, run: Run) -> dict:
 
     import torch
 
+    from diffusion_infill.engine import sorted_experts
     from diffusion_infill.engine.quantization import quantize_in_place, weight_bytes
 
     torch.manual_seed(0)
@@ -206,7 +207,7 @@ def measure(side: str, run: Run) -> dict:
     device = torch.device(run.device)
     dtype = getattr(torch, run.dtype)
     shape = SHAPES[run.shape]
-    experts = "eager" if run.quantize != "none" else None  # engine.quantization: quantized experts need eager
+    experts = sorted_experts.NAME if run.quantize != "none" else None  # engine.quantization
     with torch.device(device):
         model = (
             diffusion_model(shape, run.canvas, dtype, experts)

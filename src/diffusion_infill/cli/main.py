@@ -17,6 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from diffusion_infill.cli.inputs import CliError, Parser
+from diffusion_infill.engine.remote.errors import RemoteError
 
 SAMPLE = Path(__file__).parent / "samples" / "shapes.py"
 COMMANDS = {  # name: (the module that owns its options and runs it, its one-line help)
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("transformers").setLevel(logging.ERROR)
     try:
         return _module(args.command).main(args)
-    except CliError as error:  # bad input: one line, exit 2
+    except (CliError, RemoteError) as error:  # bad input, or a remote engine's server failing: one line, exit 2
         print(f"diffusion-infill: {error}", file=sys.stderr)
         return 2
 

@@ -7,12 +7,15 @@ checkpoint is named with what it lacks instead of transformers' first failure.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 EMBEDDED_MODEL = Path(__file__).parent / "model"
 DTYPES = ("auto", "float32", "bfloat16", "float16")  # what the model runs in
 QUANTIZE = ("none", "int8", "int4")  # how its weights are stored (engine.quantization)
+# torchao is an extra (pyproject.toml's [quantize]): `pip install diffusion-infill` leaves it out
+TORCHAO_MISSING = "--quantize {mode} needs torchao, which is not installed: pip install 'diffusion-infill[quantize]'"
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 # One file of each group must be there (transformers' names; sharded weights have an index).
 _CHECKPOINT_FILES = {
@@ -49,11 +52,13 @@ def dtype_problem(requested: str | None) -> str | None:
 def quantize_problem(requested: str | None, device: str | None = None) -> str | None:
     """Why `requested` is not a quantization the weights can be loaded with, or (when `device` names one
     already) not on that device; None when it may be. Only int4 needs CUDA: torchao's int4 kernel is
-    CUDA's (engine.quantization)."""
+    CUDA's (engine.quantization); both need torchao, looked up without importing it."""
     if not requested or requested == "none":
         return None
     if requested not in QUANTIZE:
         return f"unknown quantization {requested!r}: expected none, int8 or int4"
+    if importlib.util.find_spec("torchao") is None:
+        return TORCHAO_MISSING.format(mode=requested)
     if requested == "int4" and device and device != "auto" and not device.startswith("cuda"):
         return f"--quantize int4 needs a CUDA GPU (torchao's int4 kernel runs only there), not {device!r}; use int8"
     return None

@@ -11,8 +11,9 @@ also packs experts and selects one), on CUDA only and in bfloat16.
 What transformers does not do by itself for this model:
 - `modules_to_not_convert` is given: left at None, transformers skips every tied weight, and the
   encoder's layers are tied to the decoder's (one set of weights), so nothing would be quantized.
-- `experts_implementation="eager"`: the default grouped_mm transposes the 3D weight, which torchao's
-  tensors do not implement; eager selects one expert's weight (aten.select) and runs F.linear on it.
+- `experts_implementation="sorted"` (engine.sorted_experts): the default grouped_mm transposes the 3D
+  weight and batched_mm indexes it, which torchao's tensors do not implement; sorted selects one
+  expert's weight (aten.select) as eager does, without eager's two host synchronisations per expert.
 - The decoder runs under torch.no_grad, not inference_mode (completion/sampler.py): selecting an
   expert of an Int8Tensor fails in inference mode ("Cannot set version_counter for inference tensor").
 
@@ -26,7 +27,7 @@ import re
 
 import torch
 
-from diffusion_infill.engine.checkpoint import ModelLoadError, quantize_problem
+from diffusion_infill.engine.checkpoint import TORCHAO_MISSING, ModelLoadError, quantize_problem
 
 # Module weights and expert parameters, by name: the layers' attention and MLP projections, the
 # self-conditioning MLP, and the experts.
@@ -46,7 +47,7 @@ def _weight_config(mode: str):
     try:
         from torchao.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig
     except ImportError:
-        raise ModelLoadError(f"--quantize {mode} needs torchao: pip install torchao (install.sh installs it)") from None
+        raise ModelLoadError(TORCHAO_MISSING.format(mode=mode)) from None
     if mode == "int8":
         return Int8WeightOnlyConfig()
     return Int4WeightOnlyConfig(group_size=INT4_GROUP, int4_packing_format="tile_packed_to_4d")
@@ -54,9 +55,9 @@ def _weight_config(mode: str):
 
 def _torchao_config(mode: str):
     """The whole model's config: each weight named by _LINEARS and _EXPERTS."""
+    config = _weight_config(mode)  # first: its import names the way out when torchao is missing
     from torchao.quantization import FqnToConfig
 
-    config = _weight_config(mode)
     return FqnToConfig({_LINEARS: config, _EXPERTS: config})
 
 
@@ -86,7 +87,7 @@ def is_quantized_weight(name: str) -> bool:
 def quantize_in_place(model: torch.nn.Module, mode: str) -> None:
     """Quantizes a model built in memory (bench/throughput.py: random weights never written to disk)
     with the same configs as loading; a weight shared by two modules (the encoder's layers are the
-    decoder's) is quantized once and shared again. Its experts must run eager (loading_options)."""
+    decoder's) is quantized once and shared again. Its experts must run sorted (loading_options)."""
     if mode == "none":
         return
     from torchao.quantization import FqnToConfig, quantize_

@@ -60,6 +60,8 @@ def test_cancelling_stops_generation_without_a_final_draft(engine):
     assert drafts and not any(d.final for d in drafts)
 
 
-def test_answer_text_strips_a_code_fence():
+def test_answer_text_strips_a_code_fence_and_nothing_else():
     assert answer_text("```python\nreturn x\n```") == "return x"
-    assert answer_text("\nreturn x\n") == "return x"
+    assert answer_text("\n```python\nreturn x\n```\n") == "return x"
+    # a line break of the insertion's own (issue 50: the strip dropped it)
+    assert answer_text("\nreturn x\n") == "\nreturn x\n"

@@ -14,7 +14,7 @@ INSTRUCTION = (
     "Fill in the code at {cursor} in this {language} file. Answer with only the text that replaces {cursor}, "
     "no explanation and no code fence.\n\n{prefix}{cursor}{suffix}"
 )
-FENCE = re.compile(r"^```[\w+-]*\n(.*?)(\n```)?\s*$", re.S)
+FENCE = re.compile(r"^\n*```[\w+-]*\n(.*?)(\n```)?\s*$", re.S)  # blank lines may come before the fence
 CONTEXT_CHARS = 6000
 
 
@@ -29,6 +29,7 @@ def instruction(request: InfillRequest) -> str:
 
 
 def answer_text(raw: str) -> str:
-    """The insertion in a chat answer: code fences and surrounding blank lines removed."""
-    match = FENCE.match(raw.strip("\n"))
-    return match.group(1) if match else raw.strip("\n")
+    """The insertion in a chat answer: what a code fence holds, else the answer as it is (a leading or
+    trailing newline may be the insertion's own: a line added at the end of a file)."""
+    match = FENCE.match(raw)
+    return match.group(1) if match else raw

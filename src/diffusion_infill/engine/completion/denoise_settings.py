@@ -12,7 +12,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for it on tuning cases
-# for a checkpoint without sampler.json (and a setting left to it): transformers' schedule and stopping
+# the clamped-canvas sampler's values for a checkpoint without sampler.json (and a setting left to it);
+# the instruction path leaves these to the checkpoint's generation_config (instruct.generate_overrides)
 UNTUNED = {"entropy_bound": 0.5, "t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}
 
 
