@@ -6,15 +6,35 @@ from diffusion_infill.bench.metrics import aggregate, duplicated_closer, percent
 
 
 def test_an_insertion_that_repeats_the_closer_after_the_cursor_is_duplicated():
-    assert duplicated_closer("x, y)", ")\n", "x, y")
+    assert duplicated_closer("print(", "x, y)", ")\n", "x, y")
 
 
 def test_an_insertion_that_stops_before_the_closer_is_not():
-    assert not duplicated_closer("x, y", ")\n", "x, y")
+    assert not duplicated_closer("print(", "x, y", ")\n", "x, y")
 
 
 def test_a_closer_the_original_also_had_is_not_counted():
-    assert not duplicated_closer("f(x)", ")\n", "f(x)")
+    assert not duplicated_closer("print(", "f(x)", ")\n", "f(x)")
+
+
+def test_a_closer_of_the_insertion_s_own_bracket_is_not_counted():
+    assert not duplicated_closer("print(", "len(x)", ")\n", "a, b")
+
+
+def test_closing_the_string_the_quote_after_the_cursor_closes_is_duplicated():
+    # bench --case-seed 9241: pygls/__init__.py:24, and replicate.py:102 and test_namespace_pkgs.py:164,
+    # which the old count (the suggestion ends with the suffix's first character) missed
+    assert duplicated_closer('IS_WASI = sys.platform == "', 'nt" "', '"\n', "wasi")
+    assert duplicated_closer('output = d.get("', 'response", None")', '")\n', "output")
+    assert duplicated_closer("paths = ['portion1', '", "just', ' 'j',", "']\n", "both_portions")
+
+
+# bench --case-seed 9241: a `]` inside a string (test_glob.py:239) and a `)` in a comment
+# (encodings/mac_arabic.py:105) close nothing; the old count (the suggestion ends with the suffix's
+# first character) counted both.
+def test_a_closer_s_character_inside_a_string_or_comment_is_text():
+    assert not duplicated_closer("check('[[][", "]]]]]]", "]]')\n", "*]/_")
+    assert not duplicated_closer("x = 1  # right-left (", "ne-left) (--left)", ")\n", "need override")
 
 
 def test_percentiles_pick_from_the_values():

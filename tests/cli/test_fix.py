@@ -14,7 +14,6 @@ from diffusion_infill.cli import fix as cli_fix
 from diffusion_infill.cli.fix import RangeError, Selection
 from diffusion_infill.cli.main import SAMPLE, main
 from diffusion_infill.engine.repair.fixes import Fixer
-from diffusion_infill.engine.repair.jsonfix import strip_jsonc
 
 BROKEN = '{\n  name: \'demo\',\n  "tags": ["a", "b",],\n  "private": True\n'
 
@@ -156,24 +155,22 @@ def test_range_lines_end_where_an_editors_do():
         Selection.parse("1:4-2:1", "ab\r\ncdef\r\n")
 
 
-def test_the_quick_starts_broken_json_keeps_its_comment_or_drops_it_without_trailing_space(capsys):
+def test_the_quick_starts_broken_json_is_fixed_into_json_that_loads_and_says_it_dropped_its_comment(capsys):
+    """A .json file is JSON (not JSONC): its fix loads with a strict parser, the comment dropped and counted."""
     sample = str(SAMPLE.parent / "broken.json")
-    assert main(["fix", sample, "--no-model"]) == 0
-    captured = capsys.readouterr()
-    assert "// the quick start's broken JSON" in captured.out and captured.err == ""  # a .json file's comments: JSONC
-    assert json.loads(strip_jsonc(captured.out)) == {
-        "name": "shapes",
-        "sizes": [1, 2, 3],
-        "tags": ["circle", "square"],
-        "ok": True,
-    }
-    assert main(["fix", sample, "--kind", "json", "--no-model"]) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out) == {"name": "shapes", "sizes": [1, 2, 3], "tags": ["circle", "square"], "ok": True}
-    assert [line for line in captured.out.splitlines() if line != line.rstrip()] == []
-    assert captured.err == (
-        "diffusion-infill: dropped 1 comment: only // and /* */ comments are kept, and only as JSONC\n"
-    )
+    for kind in ([], ["--kind", "json"]):
+        assert main(["fix", sample, "--no-model", *kind]) == 0
+        captured = capsys.readouterr()
+        assert json.loads(captured.out) == {
+            "name": "shapes",
+            "sizes": [1, 2, 3],
+            "tags": ["circle", "square"],
+            "ok": True,
+        }
+        assert [line for line in captured.out.splitlines() if line != line.rstrip()] == []
+        assert captured.err == (
+            "diffusion-infill: dropped 1 comment: only // and /* */ comments are kept, and only as JSONC\n"
+        )
 
 
 def test_a_settings_json_keeps_its_comments_and_a_hash_comment_dropped_is_reported(tmp_path, capsys):
@@ -200,8 +197,72 @@ def test_an_empty_file_gets_one_answer_whatever_its_kind(tmp_path, capsys, name,
     source.write_text(content, encoding="utf-8")
     assert main(["fix", str(source), "--no-model"]) == 0
     captured = capsys.readouterr()
-    assert captured.out == content
+    assert captured.out == content.removeprefix("\ufeff")  # the text printed is what a parser reads: no BOM
     assert captured.err == "diffusion-infill: nothing to fix: the file is empty\n"
+
+
+# VS Code opens these as JSON with Comments (engine/repair/jsonfix/dialect.py cites its package.json lists)
+JSONC_FILES = [
+    "tsconfig.json",
+    "tsconfig.build.json",
+    "jsconfig.json",
+    ".eslintrc.json",
+    ".babelrc",
+    "devcontainer.json",
+    ".vscode/settings.json",
+    ".vscode/launch.json",
+    ".vscode/tasks.json",
+    ".vscode/extensions.json",
+    "keybindings.json",
+    "app.jsonc",
+    "my.code-workspace",
+]
+
+
+@pytest.mark.parametrize("name", JSONC_FILES)
+def test_a_file_vscode_opens_as_json_with_comments_keeps_its_comments(tmp_path, capsys, name):
+    source = tmp_path / name
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text('{\n  // why\n  "a": 1\n  "b": 2,\n}\n')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    result = last_json(capsys.readouterr().out)
+    assert result["text"] == '{\n  // why\n  "a": 1,\n  "b": 2,\n}\n' and "dropped_comments" not in result
+
+
+@pytest.mark.parametrize("name", ["data.json", "package.json", "my-tsconfig.json", "settings.json.json"])
+def test_any_other_json_file_is_json_its_comments_dropped_and_counted(tmp_path, capsys, name):
+    source = tmp_path / name
+    source.write_text('{\n  // why\n  "a": 1 /* one */\n}\n')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    result = last_json(capsys.readouterr().out)
+    assert json.loads(result["text"]) == {"a": 1} and result["dropped_comments"] == 2
+
+
+def test_kind_still_decides_when_given(tmp_path, capsys):
+    source = tmp_path / "data.json"
+    source.write_text('{"a": 1, // kept\n}')
+    assert main(["fix", str(source), "--kind", "jsonc", "--json", "--no-model"]) == 0
+    assert last_json(capsys.readouterr().out)["reason"] == "the file is already valid JSONC"
+
+
+def test_a_url_written_without_quotes_is_a_value_and_no_comment_is_counted(tmp_path, capsys):
+    source = tmp_path / "links.json"
+    source.write_text('{url: https://example.org/a, "next": [http://a.example/p?q=1]}')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    result = last_json(capsys.readouterr().out)
+    assert json.loads(result["text"]) == {"url": "https://example.org/a", "next": ["http://a.example/p?q=1"]}
+    assert "dropped_comments" not in result
+
+
+def test_a_files_byte_order_mark_is_written_back_but_the_text_printed_loads(tmp_path, capsys):
+    source = tmp_path / "bom.json"
+    source.write_bytes(b'\xef\xbb\xbf{"a": 1 "b": 2}')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    assert json.loads(last_json(capsys.readouterr().out)["text"]) == {"a": 1, "b": 2}
+    assert main(["fix", str(source), "--no-model"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"a": 1, "b": 2}
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert source.read_bytes() == b'\xef\xbb\xbf{"a": 1, "b": 2}'
 
 
 class _SaidLine(io.StringIO):
@@ -247,3 +308,72 @@ def test_a_quick_fix_says_nothing_on_stderr(tmp_path, capsys):
     source.write_text('[{"a": 1,}]')
     assert main(["fix", str(source), "--no-model"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --write replaces the file atomically (diffusion_infill.cli.atomic)
+
+FIXED = {"name": "demo", "tags": ["a", "b"], "private": True}
+
+
+def test_write_through_a_symlink_replaces_the_file_it_points_to_and_keeps_the_link(tmp_path, capsys):
+    target = tmp_path / "real" / "broken.json"
+    target.parent.mkdir()
+    target.write_text(BROKEN)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert main(["fix", str(link), "--write", "--no-model"]) == 0
+    assert link.is_symlink() and link.readlink() == target
+    assert json.loads(target.read_text()) == FIXED
+    assert sorted(path.name for path in target.parent.iterdir()) == ["broken.json"]  # no temporary file left
+
+
+def test_write_keeps_the_files_mode(tmp_path, capsys):
+    source = tmp_path / "broken.json"
+    source.write_text(BROKEN)
+    source.chmod(0o640)
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert json.loads(source.read_text()) == FIXED
+    assert source.stat().st_mode & 0o7777 == 0o640
+
+
+def _at_most_bytes(limit: int):
+    """In the child: files it writes may not grow past `limit` bytes (a full disk, in effect); the write
+    fails with EFBIG instead of the process being killed by SIGXFSZ."""
+
+    def limit_files() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_files
+
+
+def test_a_write_that_cannot_finish_leaves_the_file_as_it_was(tmp_path, console_script):
+    """Written in place, the file was truncated first, then written up to the limit: half a file."""
+    source = tmp_path / "broken.json"
+    original = BROKEN * 200  # the fix is as long again: past the limit
+    source.write_text(original)
+    done = subprocess.run(
+        [console_script, "fix", str(source), "--write", "--no-model"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_at_most_bytes(len(original) // 2),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and f"cannot write {source}: File too large" in done.stderr
+    assert source.read_text() == original
+    assert [path.name for path in tmp_path.iterdir()] == ["broken.json"]
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "events.ndjson"])
+def test_a_json_lines_file_stays_one_document_a_line(tmp_path, capsys, name):
+    source = tmp_path / name
+    source.write_text('{"event": "start"}\n{"event": "stop"}\n')
+    assert main(["fix", str(source), "--json", "--no-model"]) == 0
+    assert last_json(capsys.readouterr().out)["reason"] == "the file is already valid JSON Lines"
+    source.write_text('{"event": "start"}\n{event: "stop"}\n')
+    assert main(["fix", str(source), "--write", "--no-model"]) == 0
+    assert source.read_text() == '{"event": "start"}\n{"event": "stop"}\n'

@@ -83,6 +83,54 @@ def test_longest_valid_prefix_drops_a_stolen_closer_and_what_follows(language):
     assert longest_valid_prefix("foo(", "a, b);", ")\n", language) == "a, b"
 
 
+# `bench --quick --cases 100 --case-seed 9241`: the diffusion engine's suggestions that closed the
+# string the editor's quote after the cursor closes, and opened another for that quote (valid Python:
+# strings side by side); pygls/__init__.py:24 and huggingface_hub's novita.py:24.
+@pytest.mark.parametrize(
+    ("prefix", "candidate", "suffix", "kept"),
+    [
+        ('IS_WASI = sys.platform == "', 'nt" "', '"\nIS_WASM = IS_PYODIDE or IS_WASI\n', "nt"),
+        ('def f(self):\n    return "', 'r" + " "" ""', '"\n\n    def g(self):\n        pass\n', "r"),
+        ('def f(self):\n    return "', 'r"', '"\n\n    def g(self):\n        pass\n', "r"),
+        ('output = d.get("', 'response", None")', '")\n', "response"),
+    ],
+)
+def test_closing_the_string_the_suffix_closes_is_a_duplicate_closer(prefix, candidate, suffix, kept):
+    report = check(prefix, candidate, suffix, "python")
+
+    assert not report.valid
+    assert (len(kept), "duplicate-closer") in [(p.start, p.kind) for p in report.problems]
+    assert longest_valid_prefix(prefix, candidate, suffix, "python") == kept
+
+
+@pytest.mark.parametrize("language", CODE_LANGUAGES)
+def test_closing_the_call_the_suffix_closes_and_opening_another_is_a_duplicate_closer(language):
+    report = check("x = f(", "a) + (b", ")\n", language)
+
+    assert [(p.start, p.kind) for p in report.problems] == [(1, "duplicate-closer")]
+
+
+@pytest.mark.parametrize("language", CODE_LANGUAGES)
+def test_a_call_inside_the_call_the_suffix_closes_is_valid(language):
+    assert check("x = f(", "g(a), b", ")\n", language).valid
+
+
+def test_closing_a_string_the_suffix_s_quote_did_not_close_is_valid():
+    assert check('print("a', '", ', '"b")\n', "python").valid
+
+
+def test_a_closer_the_suffix_has_after_blank_lines_stays_the_suffix_s():
+    assert not check("x = [\n    ", "1], [2", "\n]\n", "python").valid
+    assert check("x = [\n    ", "1, 2", "\n]\n", "python").valid
+
+
+def test_where_a_candidate_retypes_a_closer_of_the_file_as_written():
+    prefix, suffix = 'IS_WASI = sys.platform == "', '"\n'
+
+    assert syntax_check.retyped_closer(prefix, 'nt" "', suffix, "python", original="wasi") == 2
+    assert syntax_check.retyped_closer(prefix, "nt", suffix, "python", original="wasi") is None
+
+
 @pytest.mark.parametrize("language", CODE_LANGUAGES)
 def test_unclosed_string_is_invalid_where_it_opens(language):
     report = check("print(", '"hello', ")\n", language)

@@ -115,6 +115,11 @@ class RawServer:
                     raise AssertionError(f"{text!r} not logged {count} times within {HANG_S} s\n{log[-4000:]}")
             return log
 
+    def forget_messages(self) -> None:
+        """Drops what was received so far (a long run's own memory and searches stay small)."""
+        with self._arrived:
+            self.messages.clear()
+
     def response(self, msg_id: Any) -> dict:
         """The response to request `msg_id` (a result or an error)."""
         return self.wait_for(lambda m: "method" not in m and m.get("id") == msg_id and ("result" in m or "error" in m))

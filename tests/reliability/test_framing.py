@@ -53,11 +53,17 @@ def test_a_header_line_longer_than_the_limit_is_skipped_keeping_its_end():
     assert bodies(junk + b"Content-Length: 2\r\n\r\n{}") == [b"{}"]
 
 
-def test_an_oversized_frame_is_dropped_in_chunks(monkeypatch, caplog):
+def test_an_oversized_frame_ends_the_input_and_says_why(monkeypatch, caplog):
+    """Its end cannot be known: dropping it read the next frames as its body, and the session went deaf."""
     monkeypatch.setattr(framing, "MAX_BODY", 10)
-    monkeypatch.setattr(framing, "_CHUNK", 4)
-    assert bodies(b"Content-Length: 11\r\n\r\n" + b"y" * 11 + b"Content-Length: 2\r\n\r\n{}") == [b"{}"]
-    assert "dropping a frame of 11 bytes" in caplog.text
+    reader = Frames(io.BytesIO(b"Content-Length: 2\r\n\r\n{}Content-Length: 11\r\n\r\nContent-Length: 2\r\n\r\n[]"))
+    assert (
+        reader.readline().startswith(b"Content-Length: 2") and reader.readline() == b"\r\n" and reader.read(2) == b"{}"
+    )
+    assert reader.refused is None
+    assert reader.readline() == b""  # the end of input: pygls stops reading
+    assert reader.refused.startswith("a frame announces 11 bytes, more than the 10 a message may have")
+    assert reader.refused in caplog.text
 
 
 def test_an_empty_body_is_dropped():

@@ -524,6 +524,38 @@ def test_lone_surrogates_in_text_are_completed_and_fixed(server, canary):
     canary.check()
 
 
+def test_lone_surrogates_in_any_string_of_a_request_are_replaced_as_in_document_text(server, canary):
+    """The selected menu entry's text failed the request with RequestFailed (-32803, the tokenizer could not
+    encode it); the protocol replaces them in every string of every message now (lsp.transport.strings)."""
+    uri = "file:///reliability/selected\ud83d.py"  # the URI too: didOpen and the request both carry it
+    text = "import os\nos.pa"
+    server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
+    )
+    selected = {
+        "range": {"start": {"line": 1, "character": 3}, "end": {"line": 1, "character": 5}},
+        "text": "pa\udc00th",
+    }
+    for trigger in (1, 2):
+        answer = server.response(
+            server.request(
+                "textDocument/inlineCompletion",
+                {
+                    "textDocument": {"uri": uri},
+                    "position": {"line": 1, "character": 5},
+                    "context": {"triggerKind": trigger, "selectedCompletionInfo": selected},
+                },
+            )
+        )
+        assert isinstance(answer.get("result"), list), answer
+    start = len(server.messages)
+    server.notify("workspace/didChangeConfiguration", {"settings": {"diffusionInfill": {"colo\ud800ur": "red"}}})
+    warning = server.wait_for(lambda m: m.get("method") == "window/showMessage", start)
+    assert "diffusionInfill.colo\ufffdur: unknown setting" in warning["params"]["message"]
+    assert "Logging error" not in server.log and "UnicodeEncodeError" not in server.log
+    canary.check()
+
+
 # Frames
 
 

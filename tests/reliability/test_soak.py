@@ -14,6 +14,7 @@ import weakref
 
 import pytest
 from lsprotocol.types import Position
+from processes import running, workers
 from raw_server import HANG_S, RawServer, rss_bytes, start_server, thread_count
 
 from diffusion_infill.engine.requests import InfillRequest
@@ -146,3 +147,90 @@ async def test_a_closed_document_leaves_nothing_behind(tiny_model_dir):
         assert kept() is None, "the closed document's request (its whole text) is still referenced"
     finally:
         worker.shutdown()
+
+
+# Many documents: 20,000 opened, completed and closed one after another
+
+CYCLES = 20_000
+MEASURE_EVERY = 1_000
+CYCLES_WARM_UP = 2_000  # the allocator's arenas, the tokenizer's and tree-sitter's caches grow until here
+CYCLE_GROWTH_BOUND = 5 * 2**20
+DOCUMENT_CHARS = 20_000  # as the 4,000-cycle probe of issue 52 opened
+DIAGNOSED_EVERY = 20  # a JSON document every 20th cycle waits for its diagnostics and asks for its fix
+
+
+def _document(cycle: int) -> tuple[str, str, str]:
+    """The cycle's URI, languageId and text (about DOCUMENT_CHARS characters, different every cycle)."""
+    if cycle % DIAGNOSED_EVERY == 0:
+        record = '{"id": %d, "name": "item%d", "tags": ["a", "b",], "ok": true}'
+        rows = ",\n".join(record % (cycle, row) for row in range(DOCUMENT_CHARS // 64))
+        return f"file:///soak/many{cycle}.json", "json", "[\n" + rows + "\n"  # unclosed, trailing commas
+    rows = "\n".join(f"def function_{cycle}_{row}(values):\n    return sum(values) + {row}\n" for row in range(400))
+    return f"file:///soak/many{cycle}.py", "python", (rows + "\n")[:DOCUMENT_CHARS] + "\nresult = "
+
+
+def _memory(server: RawServer, workers_seen: list[int]) -> dict[str, int]:
+    """RSS of the server and of its worker processes (diagnostics first: it starts first), in bytes."""
+    for pid in sorted(workers(server.pid)):
+        if pid not in workers_seen:
+            workers_seen.append(pid)
+    live = [pid for pid in workers_seen if running(pid)]
+    return {"server": rss_bytes(server.pid)} | {f"worker {pid}": rss_bytes(pid) for pid in live}
+
+
+def _cycle(server: RawServer, cycle: int) -> None:
+    """Opens a document, asks a completion at its end (answered with a list), closes it; every
+    DIAGNOSED_EVERY-th waits for the document's diagnostics and asks for its code actions first."""
+    uri, language, text = _document(cycle)
+    start = len(server.messages)
+    server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+    )
+    end = {"line": text.count("\n"), "character": len(text) - text.rfind("\n") - 1}
+    msg_id = server.request(
+        "textDocument/inlineCompletion",
+        {"textDocument": {"uri": uri}, "position": end, "context": {"triggerKind": 2}},
+    )
+    answer = server.wait_for(lambda m: m.get("id") == msg_id and "method" not in m, start)
+    assert isinstance(answer.get("result"), list), answer
+    if language == "json":
+        server.wait_for(
+            lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri, start
+        )
+        whole = {"start": {"line": 0, "character": 0}, "end": end}
+        fixes = server.request(
+            "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": []}}
+        )
+        assert isinstance(server.wait_for(lambda m: m.get("id") == fixes, start).get("result"), list)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    if cycle % 100 == 99:  # what was received is checked: keep the client's own memory (and its searches) small
+        server.forget_messages()
+
+
+@pytest.mark.slow  # 20,000 documents: about 15 minutes on 2 cores
+# Known to fail (issue 52 item 8 is open): the server still grows about 4 KB a document after the warm-up
+# (docs/reliability.md), so CI does not spend 15 minutes to see it; `pytest --runxfail -m slow -s -k 20000
+# tests/reliability/test_soak.py` runs it.
+@pytest.mark.xfail(run=False, strict=True, reason="the server grows about 4 KB a document: not found yet")
+def test_20000_documents_opened_completed_and_closed_leave_no_memory_behind(tiny_model_dir, tmp_path):
+    server = start_server(tiny_model_dir, tmp_path, options=OPTIONS)
+    workers_seen: list[int] = []
+    table: list[tuple[int, dict[str, int]]] = []
+    try:
+        for cycle in range(CYCLES):
+            _cycle(server, cycle)
+            if (cycle + 1) % MEASURE_EVERY == 0:
+                table.append((cycle + 1, _memory(server, workers_seen)))
+                print(
+                    f"soak: {cycle + 1} documents: "
+                    + ", ".join(f"{k} {v / 2**20:.1f} MB" for k, v in table[-1][1].items()),
+                    flush=True,
+                )
+        baseline = dict(table)[CYCLES_WARM_UP]
+        for name, rss in table[-1][1].items():
+            assert name in baseline, f"{name} started after the warm-up: a worker was replaced"
+            assert rss - baseline[name] < CYCLE_GROWTH_BOUND, (
+                f"{name}: RSS grew by {(rss - baseline[name]) / 2**20:.1f} MB"
+            )
+    finally:
+        assert server.stop() == 0

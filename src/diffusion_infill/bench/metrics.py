@@ -13,19 +13,18 @@ from diffusion_infill.engine import syntax_check
 from diffusion_infill.engine.completion import copied_lines
 from diffusion_infill.engine.requests import REVISED, InfillRequest
 
-CLOSERS = ")]}\"'"
-
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def duplicated_closer(text: str, suffix: str, expected: str) -> bool:
-    """The insertion ends with the closing character that already follows the cursor, where
-    the original text did not: accepting it would leave `foo(x))`."""
-    head = suffix[:1]
-    return bool(head) and head in CLOSERS and text.rstrip("\n").endswith(head) and not expected.endswith(head)
+def duplicated_closer(prefix: str, text: str, suffix: str, expected: str) -> bool:
+    """The insertion closes itself the string or bracket that the first closer after the cursor
+    closes in the file as written (`foo(` + `x)` + `)`, or `"` + `nt" "` + `"`). A closer's
+    character that closes nothing there, such as a `)` in a comment or a `]` inside a string, is
+    text, and one the original text typed itself is its own."""
+    return syntax_check.retyped_closer(prefix, text, suffix, "python", expected) is not None
 
 
 def step_times(stamps: list[float]) -> list[float]:
@@ -62,7 +61,7 @@ def run_case(engine, case, tokenizer, prefill_passes: int, start_text: str | Non
         "similarity": difflib.SequenceMatcher(None, draft.text.strip(), case.expected.strip()).ratio(),
         "valid": syntax_check.check(case.prefix, draft.text, case.suffix, "python").valid,
         "cut": bool(draft.evidence and draft.evidence.cut),  # the closure check cut the text short
-        "duplicated_closer": duplicated_closer(draft.text, case.suffix, case.expected),
+        "duplicated_closer": duplicated_closer(case.prefix, draft.text, case.suffix, case.expected),
         "forward_passes": passes,
         "tokens": tokens,
         "tokens_per_forward": tokens / max(passes, 1),

@@ -13,12 +13,12 @@ import json
 import re
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from diffusion_infill.cli import remote
+from diffusion_infill.cli.atomic import replace_text
 from diffusion_infill.cli.inputs import CliError, plural, read_text
 from diffusion_infill.cli.models import add_model_options, check_device, check_model, load_model, start_torch
 from diffusion_infill.engine.languages import language_for_path
@@ -77,15 +77,16 @@ def pick_kind(kind: str, path: Path, selected: str) -> str:
     """What to do with the selection: as asked, else by the file's language and the text's look."""
     if kind != "auto":
         return kind
-    if path.suffix.lower() == ".jsonc":
-        return "jsonc"  # comments and trailing commas are allowed there, and kept
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        return "jsonl"  # one document a line, each fixed alone
+    if jsonfix.jsonc_name(str(path)):
+        return "jsonc"  # VS Code opens it as JSON with Comments: comments and trailing commas are kept
     language = language_for_path(str(path))
     if selected.lstrip()[:1] in ("{", "[") or language == "json":
-        # tsconfig.json, VS Code's settings.json: `//` comments in a .json file are JSONC's, kept
-        return "jsonc" if jsonfix.comments(selected) else "json"
+        return "json"  # comments dropped (and counted): strict parsers load what a fix writes
     if language == "markdown":
         return language
-    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, markdown or regenerate")
+    raise RangeError(f"cannot tell how to fix {path.name}: pass --kind json, jsonc, jsonl, markdown or regenerate")
 
 
 def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Path) -> FixResult:
@@ -95,6 +96,7 @@ def fix_text(fixer: Fixer, kind: str, text: str, selection: Selection, path: Pat
     action = {
         "json": fixer.fix_json,
         "jsonc": fixer.fix_jsonc,
+        "jsonl": fixer.fix_json_lines,
         "markdown": fixer.fix_markdown,
         "regenerate": fixer.regenerate,
     }
@@ -131,35 +133,26 @@ def run(
     result = _said_when_slow(doing, lambda: fix_text(fixer, kind, text, selection, path))
     if not ranged and result.reason is not None:
         result = replace(result, reason=result.reason.replace("the selection", "the file"))
-    whole = bom + text[: selection.start] + result.text + text[selection.end :]
-    dropped = dropped_comments(text[selection.start : selection.end], result.text) if result.fixed else 0
-    return report(path, whole, result, as_json, write, dropped)
+    whole = text[: selection.start] + result.text + text[selection.end :]
+    dropped = jsonfix.dropped_comments(text[selection.start : selection.end], result.text) if result.fixed else 0
+    return report(path, whole, result, as_json, write, dropped, bom)
 
 
-def dropped_comments(selected: str, fixed: str) -> int:
-    """The comments of the selection (`//`, `/* */`, `#`) that its fix left out."""
-    if not ("/" in selected or "#" in selected):
-        return 0
-
-    def found(text: str) -> Counter:
-        return Counter(token.text for token in jsonfix.tokenize(text) if token.kind in ("comment", "hash"))
-
-    return sum((found(selected) - found(fixed)).values())
-
-
-def report(path: Path, whole: str, result: FixResult, as_json: bool, write: bool, dropped: int = 0) -> int:
-    """Writes the file (with --write, when fixed) and says what happened: the fixed text, or with
-    --write one line naming what was written, or one JSON object; the exit status."""
+def report(
+    path: Path, whole: str, result: FixResult, as_json: bool, write: bool, dropped: int = 0, bom: str = ""
+) -> int:
+    """Writes the file (with --write, when fixed: `bom`, the byte order mark it was read with, before it)
+    and says what happened: the fixed text (without a BOM: JSON parsers reject one), or with --write one
+    line naming what was written, or one JSON object; the exit status."""
     if write and result.fixed:
-        with path.open("w", encoding="utf-8", newline="") as file:  # line endings as they are in the text
-            file.write(whole)
+        replace_text(path, bom + whole)  # line endings as they are in the text
     lost = f"dropped {plural(dropped, 'comment')}: only // and /* */ comments are kept, and only as JSONC"
     if as_json:
         answer = {"text": whole, "fixed": result.fixed, "reason": result.reason}
         print(json.dumps(answer | ({"dropped_comments": dropped} if dropped else {})))
         return 0 if result.fixed or result.already_valid else 1
     if write and result.fixed:
-        print(f"diffusion-infill: wrote {path} ({plural(len(whole), 'character')})")
+        print(f"diffusion-infill: wrote {path} ({plural(len(bom + whole), 'character')})")
     elif not write:
         sys.stdout.write(whole)
     if dropped:
@@ -177,7 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kind",
-        choices=("auto", "json", "jsonc", "markdown", "regenerate"),
+        choices=("auto", "json", "jsonc", "jsonl", "markdown", "regenerate"),
         default="auto",
         help="what to do (default: by the text and the file's extension)",
     )
@@ -213,7 +206,7 @@ def main(args: argparse.Namespace) -> int:
     text = text[len(bom) :]
     if args.range is None and not text.strip():  # the same answer whatever the kind
         empty = FixResult(text, False, "the file is empty", already_valid=True)
-        return report(args.path, bom + text, empty, args.json, args.write)
+        return report(args.path, text, empty, args.json, args.write)
     selection = Selection.parse(args.range, text)
     kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
     ranged = args.range is not None

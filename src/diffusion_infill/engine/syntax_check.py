@@ -26,6 +26,8 @@ from diffusion_infill.engine import languages
 # both are distinct tokens that the ordinary closers end.
 _PAIRS = {"(": ")", "[": "]", "{": "}", "${": "}", "{|": "|}"}
 _CLOSERS = frozenset(")]}")
+_CLOSING_CHARACTERS = frozenset(b")]}\"'`")  # what a string's or a bracket's closing token is made of
+_QUOTES = (b'"', b"'", b"`")
 _TEXT_BRACKETS = re.compile(rb"[()\[\]{}]")
 _OPENING = re.compile(r"[(\[{]")
 _CLOSING = re.compile(r"[)\]}]")
@@ -132,6 +134,7 @@ class _Syntax:
     errors: tuple[_Flaw, ...]
     brackets: _Brackets
     fences: tuple[_Flaw, ...]
+    root: Node | None = None  # the parse tree; None for the bracket check without a grammar
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,8 @@ def _problems(prefix: str, candidate: str, suffix: str, language: str | None) ->
     ]
     if language is not None and _grammar(language).split_brackets:
         flaws += _closers_made_text(before.brackets, after.brackets, splice)
+    if (retyped := _retyped_closer(before, after, splice, _closer_offset(tail))) is not None:
+        flaws.append(retyped)
     problems = {splice.to_problem(flaw) for flaw in flaws}
     return tuple(sorted(problems, key=lambda problem: (problem.start, problem.end, problem.kind)))
 
@@ -306,6 +311,77 @@ def _inside(flaw: _Flaw, starts: list[int], furthest: list[int]) -> bool:
     """Whether some span starting at or before `flaw` ends at or after it."""
     reached = bisect_right(starts, flaw.start)
     return reached > 0 and furthest[reached - 1] >= flaw.end
+
+
+def retyped_closer(prefix: str, candidate: str, suffix: str, language: str, original: str = "") -> int | None:
+    """Where ``candidate`` closes itself what the first closer after the cursor closes in
+    ``prefix + original + suffix`` (a string or bracket opened in the prefix), in characters of
+    the candidate; None where it does not (or ``language`` has no grammar). The benchmark asks it of
+    the file as it was written; the closure check of prefix + suffix alone, through ``check``."""
+    head, body, tail = _encode(prefix), _encode(candidate), _encode(suffix)
+    before = _analyze(language, head + _encode(original) + tail)
+    after = _analyze(language, head + body + tail)
+    splice = _Splice.of(head, candidate)
+    flaw = _retyped_closer(before, after, splice, _closer_offset(tail), len(_encode(original)), stray_counts=True)
+    return None if flaw is None else splice.to_problem(flaw).start
+
+
+def _closer_offset(tail: bytes) -> int:
+    """Bytes of whitespace before the suffix's first other character: where its closer would be."""
+    return len(tail) - len(tail.lstrip())
+
+
+def _retyped_closer(
+    before: _Syntax, after: _Syntax, splice: _Splice, gap: int, original: int = 0, stray_counts: bool = False
+) -> _Flaw | None:
+    """The candidate's character that closes what the suffix's first closer (``gap`` bytes into the
+    suffix) closes in ``before`` (whose text holds ``original`` bytes between prefix and suffix).
+
+    `"` + `nt" "` + `"` is valid Python (two strings side by side), as `f(` + `a) + (b` + `)` is; yet the
+    candidate closed the string or call itself and opened another for the editor's closer to close:
+    it typed that closer again. The suffix's closer must still close something opened before the
+    cursor (`f(g(` + `x)` + `)` closes the inner call and leaves the outer one to it). Where the
+    candidate leaves a bracket closing nothing, the bracket rule blames the extra closer itself, so the
+    check leaves that case to it (the first closer of the construct found here may be the candidate's
+    rightful one); ``stray_counts`` counts it here too. A quote is no bracket rule's: strings do not
+    nest, so the string it closed is the one the candidate closed (`"` + `r"` + `"`)."""
+    if before.root is None or after.root is None:
+        return None
+    closed = _closed_by(before.root, splice.start + original + gap)
+    if closed is None or closed[0].start_byte >= splice.start:
+        return None  # nothing closes there, or what closes there opened after the cursor
+    now = _closed_by(after.root, splice.end + gap)
+    construct, closer = closed
+    if now is None and not (stray_counts or closer[-1:] in _QUOTES) or now and now[0].start_byte < splice.start:
+        return None
+    # What the candidate made of the construct's opener may be parsed as another kind of node (an
+    # extra ")" turns Python's call into a print statement's tuple): matched by opener and closer.
+    node = after.root.descendant_for_byte_range(construct.start_byte, construct.start_byte + 1)
+    while node is not None and node.start_byte == construct.start_byte:
+        if splice.start < node.end_byte <= splice.end and node.text.endswith(closer):
+            message = f"closes the {construct.type} that the suffix already closes"
+            return _Flaw(node.end_byte - len(closer), node.end_byte, "duplicate-closer", message)
+        node = node.parent
+    return None
+
+
+def _closed_by(root: Node, position: int) -> tuple[Node, bytes] | None:
+    """The construct whose closer is the token at ``position``, and that closer's text (None when
+    no closer is there, or it closes a construct in or beside an error: which opener it closes is then
+    the parser's guess, as in `print("a` + `"b")`, where the real text between was `", `)."""
+    token = root.descendant_for_byte_range(position, position + 1)
+    if token is None or token.start_byte != position or not _is_closer(token.text):
+        return None
+    node = token
+    while node.parent is not None and node.parent.end_byte == token.end_byte and node.start_byte >= position:
+        node = node.parent
+    if node.start_byte >= position or node.has_error or node.parent is not None and node.parent.has_error:
+        return None
+    return node, token.text
+
+
+def _is_closer(text: bytes | None) -> bool:
+    return bool(text) and all(char in _CLOSING_CHARACTERS for char in text)
 
 
 def _blamed(before: _Brackets, after: _Brackets, splice: _Splice) -> list[_Flaw]:
@@ -367,6 +443,7 @@ def _analyze(language: str | None, source: bytes) -> _Syntax:
         errors=_tree_errors(root),
         brackets=dataclasses.replace(_match_brackets(tokens), lone=lone),
         fences=_unclosed_fences(grammar.fences, root),
+        root=root,
     )
 
 

@@ -156,7 +156,7 @@ class InfillServer(LanguageServer):
         self.adopt_policy()  # the calibration beside a local checkpoint's weights already gates
         loading, loop = self.model.loading, asyncio.get_running_loop()
         # the load's end is handled on the loop before the completions queued behind it
-        loading.add_done_callback(lambda _: loop.call_soon_threadsafe(self._loaded, loading))
+        loading.add_done_callback(lambda _: _on_loop(loop, self._loaded, loading))
 
     def _loaded(self, loading: Future) -> None:
         if self.model.loading is loading:  # else superseded: the load that replaced it adopts its own policy
@@ -179,7 +179,10 @@ class InfillServer(LanguageServer):
 
     def start_io(self, stdin=None, stdout=None) -> None:
         # pygls trusts stdin's framing; one broken frame would lose every later message (lsp.transport.framing).
-        super().start_io(Frames(stdin or sys.stdin.buffer), stdout)
+        frames = Frames(stdin or sys.stdin.buffer)
+        super().start_io(frames, stdout)
+        if frames.refused is not None:  # logged; the editor sees the server exit and starts another
+            sys.exit(1)
 
     def report_server_error(self, error: Exception, source) -> None:
         if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
@@ -190,6 +193,15 @@ class InfillServer(LanguageServer):
         # notification) are logged, not shown: the user cannot act on them.
         if source is not FeatureRequestError:
             log.error("%s: %s", getattr(source, "__name__", source), error)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """`callback(*args)` on the event loop, from another thread; nothing once the loop has closed (a load
+    that ends after the session did: its outcome concerns no one, and a traceback would say otherwise)."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # "Event loop is closed"
+        log.debug("the event loop closed before %s could run", getattr(callback, "__name__", callback))
 
 
 def _invalid(error: Exception) -> JsonRpcInvalidParams:

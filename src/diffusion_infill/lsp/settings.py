@@ -1,6 +1,8 @@
 """Server settings: the `diffusionInfill` section of initializationOptions and of
 workspace/didChangeConfiguration, checked one by one; a bad value keeps its previous
-setting and the user is told which and why."""
+setting and the user is told which and why. A workspace's settings are not trusted: each count,
+size and time has a range (`RANGES`, docs/protocol.md), and a number outside it is clamped to it,
+with a line saying so (invokedItems at 10^9 asked a billion samples of every invoked completion)."""
 
 from __future__ import annotations
 
@@ -71,9 +73,27 @@ class ServerSettings:
         return self.enabled_languages is None or language_id in self.enabled_languages
 
 
+# The range of each count, size and time a workspace may set (docs/protocol.md's settings table says
+# the same): a number outside it is clamped to it.
+RANGES: dict[str, tuple[float, float]] = {
+    "max_gap_tokens": (1, 256),  # slots; a served DiffusionGemma's canvas is 256 (docs/remote.md)
+    "max_steps": (1, 256),  # denoising passes: each reveals a slot at least, so more than the gap buys nothing
+    "invoked_items": (1, 10),  # samples computed per invoked request
+    "timeout": (0.01, 30.0),  # seconds; an as-you-type completion waited longer is no longer wanted
+    "invoked_timeout": (0.01, 300.0),  # seconds
+}
+MAX_TEXT = 4096  # characters of a path, URL, device or model name
+MAX_LANGUAGES = 1000  # entries of enabledLanguages (each request looks its languageId up in it)
+MAX_QUIET = 100  # characters of quietAfter
+_SHOWN = 80  # characters of a bad key or value a message shows
+_PROBLEMS = 10  # lines a message lists; one more counts the rest
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError("expected a non-empty string")
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"expected at most {MAX_TEXT:,} characters")
     return value
 
 
@@ -81,18 +101,24 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
 
 
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("expected a positive integer")
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("expected an integer")
     return value
 
 
-def _optional_positive_int(value: Any) -> int | None:
-    return None if value is None else _positive_int(value)
+def _optional_integer(value: Any) -> int | None:
+    return None if value is None else _integer(value)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ValueError("expected a number")
+    return float(value)
 
 
 def _positive_float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if _number(value) <= 0:
         raise ValueError("expected a positive number")
     return float(value)
 
@@ -118,6 +144,8 @@ def _flag(value: Any) -> bool:
 def _characters(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ValueError('expected a string of characters ("" for none) or null')
+    if value is not None and len(value) > MAX_QUIET:
+        raise ValueError(f"expected at most {MAX_QUIET} characters")
     return value
 
 
@@ -135,6 +163,10 @@ def _languages(value: Any) -> tuple[str, ...] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError("expected a list of languageIds, or null for all")
+    if len(value) > MAX_LANGUAGES:
+        raise ValueError(f"expected at most {MAX_LANGUAGES:,} languageIds, got {len(value):,}")
+    if any(len(item) > MAX_TEXT for item in value):
+        raise ValueError(f"expected languageIds of at most {MAX_TEXT:,} characters")
     return tuple(value)
 
 
@@ -144,22 +176,41 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "device": ("device", _text),
     "dtype": ("dtype", _text),
     "quantize": ("quantize", _one_of(QUANTIZE)),
-    "maxGapTokens": ("max_gap_tokens", _optional_positive_int),
-    "maxSteps": ("max_steps", _optional_positive_int),
+    "maxGapTokens": ("max_gap_tokens", _optional_integer),
+    "maxSteps": ("max_steps", _optional_integer),
     "entropyBound": ("entropy_bound", _optional_positive_float),
     "mode": ("mode", _one_of(MODES)),
     "enabledLanguages": ("enabled_languages", _languages),
-    "invokedItems": ("invoked_items", _positive_int),
+    "invokedItems": ("invoked_items", _integer),
     "minConfidence": ("min_confidence", _optional_probability),
     "documentDrafts": ("document_drafts", _flag),
     "quietAfter": ("quiet_after", _characters),
     "engine": ("engine", _one_of(ENGINES)),
     "url": ("url", _optional_text),
     "promptFormat": ("prompt_format", _one_of(FORMATS)),
-    "timeout": ("timeout", _positive_float),
-    "invokedTimeout": ("invoked_timeout", _positive_float),
+    "timeout": ("timeout", _number),
+    "invokedTimeout": ("invoked_timeout", _number),
 }
 assert {name for name, _ in _KEYS.values()} == {f.name for f in fields(ServerSettings)}
+assert set(RANGES) <= {f.name for f in fields(ServerSettings)}
+
+
+def _clamped(key: str, name: str, value: Any) -> tuple[Any, str | None]:
+    """`value` within its range, when `name` has one, and the line that says it was clamped."""
+    if name not in RANGES or value is None:
+        return value, None
+    low, high = RANGES[name]
+    bound = low if value < low else high if value > high else None
+    if bound is None:
+        return value, None
+    bound = type(value)(bound)
+    side = "less" if bound == low else "more"
+    return bound, f"{SECTION}.{key}: {value!r} is {side} than it may be ({low:g} to {high:g}); using {bound!r}"
+
+
+def _cut(text: str) -> str:
+    """A rejected value or key as a message shows it: a long one cut (a 10 MB string is no message)."""
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text):,} characters)"
 
 
 def section_of(payload: Any) -> Any:
@@ -184,11 +235,16 @@ def merge(current: ServerSettings, section: Any) -> tuple[ServerSettings, list[s
     values, problems = {}, []
     for key, value in section.items():
         if key not in _KEYS:
-            problems.append(f"{SECTION}.{key}: unknown setting (known: {', '.join(_KEYS)})")
+            problems.append(f"{SECTION}.{_cut(str(key))}: unknown setting (known: {', '.join(_KEYS)})")
             continue
         name, check = _KEYS[key]
         try:
-            values[name] = check(value)
+            values[name], clamped = _clamped(key, name, check(value))
         except ValueError as error:
-            problems.append(f"{SECTION}.{key}: {error}, got {value!r}; keeping {getattr(current, name)!r}")
+            problems.append(f"{SECTION}.{key}: {error}, got {_cut(repr(value))}; keeping {getattr(current, name)!r}")
+            continue
+        if clamped is not None:
+            problems.append(clamped)
+    if len(problems) > _PROBLEMS:
+        problems[_PROBLEMS:] = [f"{len(problems) - _PROBLEMS:,} more"]
     return replace(current, **values), problems

@@ -4,6 +4,7 @@ is located where tree-sitter and json.loads see it."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections import Counter
 
 import pytest
@@ -394,3 +395,19 @@ def test_the_repair_copies_text_in_proportion_to_its_length():
     small, big = _CountedText(_records(500)), _CountedText(_records(2_000))
     assert json.loads(structural_repair(small)) and json.loads(structural_repair(big))
     assert big.copied <= 5 * small.copied
+
+
+def test_finding_damage_keeps_nothing_of_the_text_it_parsed():
+    """py-tree-sitter 0.26.1 keeps every chunk a read callback returns: parsed through one, each
+    diagnosis kept its whole text (the diagnostics process grew 20 KB a document, docs/reliability.md)."""
+    texts = [f'[{{"id": {index}, "tags": ["a", "b",],}}' + ', {"x": 1}' * 10_000 for index in range(40)]
+    damage(texts[0])  # the parser and its tables exist from here on
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for text in texts[1:]:
+            assert damage(text)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < len(texts[0]) * 4, f"{kept:,} bytes kept after 39 texts of {len(texts[0]):,} characters"

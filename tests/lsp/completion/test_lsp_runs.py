@@ -1,4 +1,5 @@
-"""lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a
+"""lsp.completion.runs: a run superseded before its engine job failed leaves no asyncio error report; a run asked
+while typing waits the debounce (a key meanwhile starts none), one the user asked for starts at once; a
 publish callback that raises is logged and the run still answers; a finished result answers only the key it was
 computed for."""
 
@@ -113,3 +114,31 @@ async def test_a_draft_handed_over_after_the_run_was_stopped_is_not_published():
     job.on_draft(Draft("1 + 2", 2, 0.0, final=False))  # the step in flight when the edit came
     await asyncio.sleep(0)
     assert published == ["1 +"]
+
+
+async def _asked(trigger: Trigger) -> tuple[AnsweringWorker, Runs, RunKey, asyncio.Future]:
+    """A request at `x = |` of version 1, one turn of the loop after it came."""
+    engine = AnsweringWorker()
+    runs = Runs(engine, lambda *_: None)  # type: ignore[arg-type]
+    key = RunKey("file:///a.py", 1, 4, None, 1, trigger)
+    asked = asyncio.ensure_future(runs.complete(key, InfillRequest("x = ", "\n"), Position(0, 4)))
+    await asyncio.sleep(0)
+    return engine, runs, key, asked
+
+
+async def test_a_run_asked_while_typing_waits_the_debounce_and_a_key_meanwhile_starts_none():
+    engine, runs, key, asked = await _asked(Trigger.AUTOMATIC)
+    assert engine.jobs == []  # the debounce: no job yet
+    runs.invalidate(key.uri)  # the next key's didChange
+    assert await asked == []
+    await asyncio.sleep(runs.policy.debounce_s * 2)
+    assert engine.jobs == []  # never started: no model step for a key typed past
+    later = RunKey("file:///a.py", 2, 5, None, 1, Trigger.AUTOMATIC)
+    await runs.complete(later, InfillRequest("x = 1", "\n"), Position(0, 5))
+    assert len(engine.jobs) == 1  # one quiet moment: one run
+
+
+async def test_a_run_the_user_asked_for_starts_at_once():
+    engine, _, _, asked = await _asked(Trigger.INVOKED)
+    assert len(engine.jobs) == 1
+    await asked

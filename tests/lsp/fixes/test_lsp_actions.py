@@ -89,14 +89,25 @@ async def test_fix_json_in_a_jsonc_document_keeps_comments_and_trailing_commas(e
     assert json.loads(jsonfix.strip_jsonc(fixed)) == {"editor.tabSize": 2, "files.exclude": ["out"]}
 
 
+async def test_the_languageid_decides_the_dialect_and_a_json_fix_says_how_many_comments_it_drops(editor):
+    """languageId json is JSON whatever the file's name (here a .jsonc one): its fix loads with a strict
+    parser and its title counts the comments it dropped (lsp/fixes/targets.py: jsonfix.is_jsonc)."""
+    text = SETTINGS.replace('"editor.tabSize": 2,', '"editor.tabSize": 2')
+    uri, diagnostics = await open_diagnosed(editor, text, "json", ".jsonc")
+    actions = await code_actions(editor, uri, diagnostics[0].range, diagnostics)
+    fixed, _ = applied(text, titled(actions, f"{FIX_JSON} (drops 2 comments)"), uri)
+    assert json.loads(fixed) == {"editor.tabSize": 2, "files.exclude": ["out"]}
+
+
 async def test_json_block_inside_markdown_is_fixed_and_nothing_else_changes(editor):
     block = '{"id": 3, \'items\': [1, 2 3], // counted\n "done": False,}'
     text = f"# Config\n\nThe settings:\n\n```json\n{block}\n```\n\nMore prose with *emphasis*.\n"
     uri, diagnostics = await open_diagnosed(editor, text, "markdown", ".md")
     assert diagnostics == []
     actions = await code_actions(editor, uri, span(text, block))
-    assert {action.title for action in actions} == {FIX_JSON, REGENERATE}  # the block breaks no Markdown rule
-    fixed, edit = applied(text, titled(actions, FIX_JSON), uri)
+    dropping = f"{FIX_JSON} (drops 1 comment)"  # JSON, not JSONC: the comment goes, and the title says so
+    assert {action.title for action in actions} == {dropping, REGENERATE}  # the block breaks no Markdown rule
+    fixed, edit = applied(text, titled(actions, dropping), uri)
     assert edit.range == span(text, block)  # the selection only
     start = text.index(block)
     assert fixed[:start] == text[:start] and fixed.endswith(text[start + len(block) :])

@@ -60,7 +60,7 @@ M.inline_completion = inline and inline.enable and inline.is_enabled and inline.
 M.knows_completor = vim.fn.has('nvim-0.12') == 1 and vim.fn.has('nvim-0.13') == 0
 
 --- vim.lsp.inline_completion's state for `buf` on the release above, when it has the shape the
---- plugin uses (show, automatic_request); nil elsewhere. Only native.lua uses it.
+--- plugin uses (show, request, automatic_request); nil elsewhere. Only native.lua uses it.
 function M.completor(buf)
   if not M.knows_completor then
     return nil
@@ -68,7 +68,8 @@ function M.completor(buf)
   local capability = vim.lsp._capability
   local completors = capability and capability.all and capability.all.inline_completion
   local completor = completors and completors.active and completors.active[buf]
-  if completor and type(completor.show) == 'function' and type(completor.automatic_request) == 'function' then
+  if completor and type(completor.show) == 'function' and type(completor.request) == 'function'
+      and type(completor.automatic_request) == 'function' then
     return completor
   end
 end

@@ -31,7 +31,9 @@ M.defaults = {
   auto_trigger = true, -- request while typing in insert mode; vim.b.diffusion_infill_auto_trigger overrides it
   info = false, -- after a suggestion, an info line at the end of the line: steps, ms, confidence, source
   drafts = false, -- paint every converging draft (infill/draft) before the answer; the gate may withdraw them
-  debounce = 75, -- ms of quiet typing before an automatic request
+  -- ms of quiet typing before an automatic request; 0: at every key (the server answers from its cache and the
+  -- document's drafts at once and waits its own debounce before a model run)
+  debounce = 0,
   -- final items drawn by vim.lsp.inline_completion (0.12+) instead of the plugin; nil: on the release
   -- whose inline completion the plugin knows (0.12), its own ghost text elsewhere (native.lua)
   native = nil,

@@ -25,6 +25,8 @@ local AUTOMATIC, INVOKED = 2, 1 -- lsp.InlineCompletionTriggerKind
 ---@field at? integer[] the cursor when the text or cursor last changed
 ---@field info? table the final draft whose info line is shown (its `items`: each item's own)
 ---@field converted? {tick: integer, cols: table<string, integer>} byte columns of LSP positions in this version
+---@field offer? {row: integer, col: integer, text: string, length: integer, command?: lsp.Command} the final
+---  item on screen (the plugin's or vim.lsp.inline_completion's) where it was drawn, and its line's length then
 local states = {} ---@type table<integer, diffusion_infill.State>
 
 local function state(buf)
@@ -198,7 +200,7 @@ function M.reset(buf)
   M.clear(buf)
   local st = states[buf]
   if st then
-    st.items, st.index, st.counted, st.kept = {}, 1, nil, nil
+    st.items, st.index, st.counted, st.kept, st.offer = {}, 1, nil, nil, nil
   end
   if st and st.info then
     pcall(api.nvim_buf_del_extmark, buf, M.ns, INFO)
@@ -244,7 +246,39 @@ local function show_item(buf)
   end
   local row, col = unpack(cursor())
   local hint = (st.counted or #st.items > 1) and (' (%d/%d)'):format(st.index, #st.items) or nil
-  show(buf, row, col, display(buf, item, client.offset_encoding), 'DiffusionInfillGhost', hint)
+  local text = display(buf, item, client.offset_encoding)
+  show(buf, row, col, text, 'DiffusionInfillGhost', hint)
+  M.offered(buf, row, col, text, item.command)
+end
+
+--- Notes the final item drawn at (row, col) (its text as shown, without what the line already holds), so
+--- that typing its beginning keeps its rest on screen (typed_along).
+function M.offered(buf, row, col, text, command)
+  state(buf).offer = { row = row, col = col, text = text, length = line_length(buf, row), command = command }
+end
+
+--- Neovim's item (native.lua) is replaced by an answer: what it drew is no longer there to type along.
+function M.withdrawn(buf)
+  state(buf).offer = nil
+end
+
+--- The rest of the item on screen when the only edit since it was drawn is its beginning typed at its place
+--- (the cursor after it, the line longer by just that): Copilot and llama.vim keep a suggestion so, without
+--- asking again. nil otherwise, or when nothing of it is left.
+local function typed_along(buf, now)
+  local offer = state(buf).offer
+  if not offer or now[1] ~= offer.row then
+    return nil
+  end
+  local typed = now[2] - offer.col
+  if typed <= 0 or typed >= #offer.text or line_length(buf, offer.row) ~= offer.length + typed then
+    return nil
+  end
+  local line = api.nvim_buf_get_text(buf, offer.row, offer.col, offer.row, now[2], {})[1] or ''
+  if offer.text:sub(1, typed) ~= line then
+    return nil
+  end
+  return offer
 end
 
 --- Sends textDocument/inlineCompletion for the cursor; the answer is drawn if still fresh.
@@ -282,8 +316,15 @@ function M.request(buf, kind)
   end
 end
 
---- Debounced automatic request: work made stale by more typing is dropped by changedtick.
+--- Automatic request, after config `debounce` ms of quiet typing (0, the default: at once); work made
+--- stale by more typing is dropped by changedtick.
 function M.schedule(buf)
+  if config.options.debounce <= 0 then -- at once: the server debounces model runs only (docs/editors.md)
+    if in_insert() then
+      return M.request(buf, AUTOMATIC)
+    end
+    return vim.schedule(function() M.request(buf, AUTOMATIC) end) -- InsertEnter comes before insert mode
+  end
   local st = state(buf)
   cancel(buf)
   local tick = api.nvim_buf_get_changedtick(buf)
@@ -398,7 +439,12 @@ end
 function M.insert_part(buf, text, how, command)
   local piece = part(text, how)
   insert(buf, piece)
-  local rest = text:sub(#piece + 1)
+  M.keep(buf, text:sub(#piece + 1), command)
+end
+
+--- Shows `rest` (what is left of an item after a partial accept or its beginning typed) as an item of its
+--- own at the cursor, with `command`; the edit that led here is not a change to answer.
+function M.keep(buf, rest, command)
   if rest == '' then
     return
   end
@@ -458,15 +504,25 @@ end
 function M.attach(buf)
   local group = api.nvim_create_augroup('diffusion_infill_' .. buf, { clear = true })
   local opts = config.options
-  local function changed()
+  local function changed(ev)
     local st, now = state(buf), cursor()
+    local tick = api.nvim_buf_get_changedtick(buf)
+    local seen = st.seen
+    if ev.event ~= 'InsertEnter' and seen and seen.tick == tick and seen.row == now[1] and seen.col == now[2] then
+      return -- a key's CursorMovedI and TextChangedI: it is answered once
+    end
+    st.seen = { tick = tick, row = now[1], col = now[2] }
     st.at = now
     local kept = st.kept
     if kept and kept.tick == api.nvim_buf_get_changedtick(buf) and kept.cursor[1] == now[1]
         and kept.cursor[2] == now[2] then
-      return -- the partial accept's own edit: its rest stays shown
+      return -- the partial accept's own edit (or the key typed along): its rest stays shown
     end
+    local along = typed_along(buf, now)
     M.reset(buf)
+    if along then -- kept and advanced: no request
+      return M.keep(buf, along.text:sub(now[2] - along.col + 1), along.command)
+    end
     if config.auto_trigger(buf) and not opts.native then
       M.schedule(buf)
     end
@@ -478,7 +534,7 @@ function M.attach(buf)
     callback = function()
       local at, pos = state(buf).at, cursor()
       if not at or at[1] ~= pos[1] or at[2] ~= pos[2] then
-        changed()
+        changed({ event = 'CursorMovedI' })
       end
     end,
   })

@@ -4,12 +4,14 @@
 --- a range where it is inserted. They use its private completor, on the release the plugin knows
 --- (compat.completor); on any other release Neovim does both its own way.
 local compat = require('diffusion_infill.compat')
+local config = require('diffusion_infill.config')
 local ghost = require('diffusion_infill.ghost')
 
 local api = vim.api
 local M = {}
 
 M.ns = api.nvim_create_namespace('nvim.lsp.inline_completion')
+local AUTOMATIC = 2 -- lsp.InlineCompletionTriggerKind
 
 ---@class diffusion_infill.Sent an inline completion request vim.lsp.inline_completion sent
 ---@field client vim.lsp.Client
@@ -37,19 +39,22 @@ function M.hide(buf)
   end
 end
 
---- After an edit: Neovim's stale item and its pending request go, and its debounce starts again
---- from this edit, so that it asks once when typing pauses. (It starts that timer on
---- CursorMovedI, which comes before TextChangedI: hiding alone left it asking only on the next
---- cursor move.) While the plugin shows the rest of a partly accepted item, Neovim asks nothing:
---- its answer would be drawn beside that rest. On a release whose completor the plugin does not
---- know, its item stays until its next answer, as Neovim has it.
+--- After an edit: Neovim's stale item and its pending request go, and it asks again at once (its own
+--- 200 ms timer, started on CursorMovedI, goes with the completor that hiding drops): the server answers
+--- from its cache or the document's draft at once and debounces only model runs. With config `debounce`
+--- over 0 its timer asks instead, after that quiet. While the plugin shows the rest of an item (partly
+--- accepted, or typed along: ghost.lua), Neovim asks nothing: its answer would be drawn beside that rest.
+--- On a release whose completor the plugin does not know, its item stays until its next answer, as Neovim
+--- has it.
 function M.edited(buf)
   if ghost.visible(buf) then
     return M.hide(buf)
   elseif compat.completor(buf) then
     M.hide(buf)
     local completor = compat.completor(buf) -- a new one: hiding made it
-    if completor then
+    if completor and config.options.debounce <= 0 then
+      completor:request(AUTOMATIC)
+    elseif completor then
       completor:automatic_request()
     end
   end
@@ -92,6 +97,9 @@ local function draw_whole(show)
     end
     local row, col = unpack(api.nvim_win_get_cursor(win))
     api.nvim_buf_set_extmark(self.bufnr, M.ns, row - 1, col, ghost.mark(self.bufnr, row - 1, col, lines))
+    if not ghost.visible(self.bufnr) then -- else the plugin shows its rest (typed along), this goes at TextChangedI
+      ghost.offered(self.bufnr, row - 1, col, current.insert_text, current.command)
+    end
   end
 end
 
@@ -129,6 +137,7 @@ local function answer(buf, request, handler)
       end
     end
     draws_whole(buf)
+    ghost.withdrawn(buf) -- drawn again (and noted) below if the answer has an item
     local value = handler(err, result, ctx, ...)
     ghost.clear_draft(buf) -- the final item is drawn now: the draft goes without a blank frame
     return value

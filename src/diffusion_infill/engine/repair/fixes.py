@@ -23,7 +23,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -123,10 +123,17 @@ def admissible(original: str, candidates: list[Candidate], adds: Callable[[str, 
     ]
 
 
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # as every JSON parser but Python's: no NaN, no Infinity
+
+
 def _loads(text: str) -> bool:
     try:
-        json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        _STRICT.decode(text)
+    except (ValueError, RecursionError):
         return False
     return True
 
@@ -258,6 +265,23 @@ class Fixer:
             rank_json(text, candidates, jsonc, edits),
             f"no candidate repair of the selection is valid {dialect}",
         )
+
+    def fix_json_lines(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
+        """JSON Lines (`.jsonl`, `.ndjson`): each line its own JSON document, fixed alone, so the text stays
+        one value a line (jsonlines.org); blank lines are kept. Not fixed when a broken line has no fix."""
+        lines, broken = text.splitlines(keepends=True), 0
+        for index, line in enumerate(lines):
+            body = line.rstrip("\r\n")
+            if not json_broken(body):
+                continue
+            broken += 1
+            result = self.fix_json(body, around)
+            if not result.fixed:
+                return replace(result, reason=f"line {index + 1}: {result.reason}")
+            lines[index] = result.text + line[len(body) :]
+        if not broken:
+            return FixResult(text, False, "the selection is already valid JSON Lines", already_valid=True)
+        return FixResult("".join(lines), True, source="structure", tried=broken)
 
     def fix_jsonc(self, text: str, around: Surroundings = Surroundings()) -> FixResult:
         """JSON with comments and trailing commas (VS Code settings, tsconfig)."""

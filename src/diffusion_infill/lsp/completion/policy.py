@@ -38,6 +38,10 @@ class RequestPolicy:
     quiet_after: str = ""  # characters after which an Automatic request runs nothing (lsp.completion.triggers)
     calibrated: bool = False  # the model's completions have calibrated estimates (a document draft needs them)
     document_drafts: DocumentDrafts = DocumentDrafts.OFF
+    # Seconds an Automatic request's model run waits before it starts: a key typed meanwhile (its didChange)
+    # cancels it before any step. Answers without a run (the cache, the document's draft) never wait, so
+    # clients ask at every key and only model work is debounced (as llama.vim does: cache at once, server later).
+    debounce_s: float = 0.075
 
     @classmethod
     def of(cls, settings: ServerSettings, calibration: Calibration | None, judges_lines: bool) -> RequestPolicy:
@@ -55,6 +59,10 @@ class RequestPolicy:
             calibration is not None,
             copied,
         )
+
+    def run_delay(self, trigger: Trigger) -> float:
+        """How long a model run waits before it starts: the user asked, at once; while typing, the debounce."""
+        return self.debounce_s if trigger is Trigger.AUTOMATIC else 0.0
 
     def samples(self, trigger: Trigger) -> int:
         """How many completions a request is offered: one while typing, several when the user asks."""

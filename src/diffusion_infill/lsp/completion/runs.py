@@ -9,6 +9,9 @@
   an identical request, so a client that re-asks never recomputes.
 - A request cancelled by the client ($/cancelRequest) stops its run when no other
   request is waiting on it.
+- A run for an Automatic request starts after the request policy's debounce (RequestPolicy.run_delay); an
+  edit or another request meanwhile cancels it before its job reaches the engine thread. Nothing else waits:
+  clients ask at every key, and answers without a run come at once.
 - A request that can be answered without a run (the suggestion cache, the document's draft,
   a quiet character: diffusion_infill.lsp.completion.without_run, which keeps the memory) is answered so;
   a request for several items whose first one is known gets it first, and the engine samples
@@ -153,9 +156,19 @@ class Runs:
         )
         run = Run(key, position, job, loop.create_future(), kept=None if kept is None else _kept_draft(kept, 0.0))
         self._live[key.uri] = run
-        finished = asyncio.wrap_future(self._worker.complete(job))
-        finished.add_done_callback(lambda future: self._finish(run, future))
+        delay = self.policy.run_delay(key.trigger)
+        if delay > 0:
+            loop.call_later(delay, self._submit, run)
+        else:
+            self._submit(run)
         return run
+
+    def _submit(self, run: Run) -> None:
+        """Hands the run's job to the engine thread, unless it went stale during the debounce."""
+        if run.job.cancel.is_set():
+            return  # _stop answered its requests already
+        finished = asyncio.wrap_future(self._worker.complete(run.job))
+        finished.add_done_callback(lambda future: self._finish(run, future))
 
     def _on_draft(self, run: Run, draft: Draft) -> None:
         if run.job.cancel.is_set():

@@ -14,6 +14,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 
+from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.engine.repair.fixes import FixResult
 from diffusion_infill.lsp.fixes.targets import ACTIONS, QUICKFIX, Target
 from diffusion_infill.lsp.text.documents import Document
@@ -74,6 +75,10 @@ def _range(document: Document, target: Target, encoding: str) -> types.Range:
     return types.Range(lines.position(target.start, encoding), lines.position(target.end, encoding))
 
 
+def _dropped(count: int) -> str:
+    return "" if not count else f" (drops {count} comment{'s' if count > 1 else ''})"
+
+
 def code_action(document: Document, target: Target, result: FixResult, encoding: str) -> types.CodeAction:
     """The action for one target: an edit of the target's range, or disabled with the reason."""
     title, kind, diagnostics = target.action.title, target.action.kind, list(target.diagnostics) or None
@@ -84,6 +89,8 @@ def code_action(document: Document, target: Target, result: FixResult, encoding:
             diagnostics=diagnostics,
             disabled=types.CodeActionDisabled(reason=result.reason or "no valid fix"),
         )
+    if target.action.name == "json":  # JSON holds no comments: the title says how many the fix dropped
+        title += _dropped(jsonfix.dropped_comments(document.text[target.start : target.end], result.text))
     edit = types.TextEdit(range=_range(document, target, encoding), new_text=result.text)
     change = types.TextDocumentEdit(
         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version),

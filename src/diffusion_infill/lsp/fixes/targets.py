@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from diffusion_infill.engine.repair import markdown_rules
+from diffusion_infill.engine.repair import jsonfix, markdown_rules
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings, json_broken
 from diffusion_infill.lsp.languages import (
     JSON_LANGUAGES,
@@ -63,7 +63,7 @@ def _looks_like_json(text: str) -> bool:
 
 
 def _json_action(document: Document) -> Action:
-    return JSONC if document.language_id in JSONC_LANGUAGES else JSON
+    return JSONC if jsonfix.is_jsonc(document.language_id, document.uri) else JSON
 
 
 def _selection_targets(

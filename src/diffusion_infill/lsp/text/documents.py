@@ -4,12 +4,12 @@ pygls keeps its own copy too, but splits lines with `str.splitlines` and clamps 
 positions silently; completions need the exact text the editor has, so this store
 applies edits with `diffusion_infill.lsp.text.positions` and knows each document's version.
 Each text is a `Rope` (diffusion_infill.lsp.text.rope): a keystroke in a 10 MB document copies
-a piece of it, not all of it.
+a piece of it, not all of it. Its text has no lone surrogates: the protocol replaced them
+(diffusion_infill.lsp.transport.strings).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -17,18 +17,6 @@ from lsprotocol.types import TextDocumentContentChangeEvent, TextDocumentContent
 
 from diffusion_infill.lsp.text.positions import Lines, PositionError
 from diffusion_infill.lsp.text.rope import Rope
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """`text` with each lone UTF-16 surrogate replaced by U+FFFD.
-
-    JSON lets a client send one (`"\\ud800"`) and Python keeps it, but no tokenizer or
-    parser can encode it. The replacement is one code point for one, of the same width in
-    UTF-8, UTF-16 and UTF-32, so every position the client sends still means the same place.
-    """
-    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 class OutOfSync(RuntimeError):
@@ -73,13 +61,13 @@ class Document:
     def apply(self, change: TextDocumentContentChangeEvent, encoding: str) -> None:
         """Applies one content change: a range replacement, or the whole text."""
         if isinstance(change, TextDocumentContentChangePartial):
-            lines, inserted = self.lines, well_formed(change.text)
+            lines, inserted = self.lines, change.text
             start = lines.offset(change.range.start, encoding, clamp_line=True)
             end = max(start, lines.offset(change.range.end, encoding, clamp_line=True))
             self.text = self.text.replaced(start, end, inserted)
             self._lines = lines.edited(start, end, inserted, self.text)
         else:
-            self.text = Rope(well_formed(change.text))
+            self.text = Rope(change.text)
 
 
 class Documents:
@@ -89,7 +77,7 @@ class Documents:
         self._open: dict[str, Document] = {}
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
-        document = Document(uri, language_id, version, Rope(well_formed(text)))
+        document = Document(uri, language_id, version, Rope(text))
         self._open[uri] = document
         return document
 

@@ -14,7 +14,10 @@ before a byte of it arrives.
   so reading gets back in step at the next frame after any damage;
 - a header line is read at most `MAX_HEADER_LINE` bytes at a time (the rest of a longer
   one is skipped, keeping its end where a header may be);
-- a frame longer than `MAX_BODY` is read in chunks and dropped, with a warning in the log.
+- a frame announcing more than `MAX_BODY` ends the input, with an error on stderr that says so
+  (`refused`): where its body really ends cannot be known (a client that sent fewer bytes than
+  it announced would have every later message read as part of it, and the server would stay
+  alive and deaf), so the server exits with status 1 and the editor starts it again.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ log = logging.getLogger(__name__)
 
 MAX_HEADER_LINE = 8192  # bytes: real headers are a few dozen
 MAX_BODY = 256 * 2**20  # bytes: a 10 MB document escaped as JSON \\uXXXX fits six times over
-_CHUNK = 2**20
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n?\Z", re.IGNORECASE)
 
 
@@ -39,6 +41,7 @@ class Frames:
     def __init__(self, stream: BinaryIO):
         self._stream = stream
         self._pending: deque[bytes] = deque()
+        self.refused: str | None = None  # why reading ended early: a frame over MAX_BODY
 
     def readline(self) -> bytes:
         if not self._pending:
@@ -66,10 +69,12 @@ class Frames:
             if length is None:
                 continue  # a blank line without a length before it: nothing to read yet
             if length > MAX_BODY:
-                log.warning("dropping a frame of %d bytes (more than %d)", length, MAX_BODY)
-                self._skip(length)
-                length = None
-                continue
+                self.refused = (
+                    f"a frame announces {length:,} bytes, more than the {MAX_BODY:,} a message may have: "
+                    "where it ends cannot be known, so the server stops reading and exits (the editor starts it again)"
+                )
+                log.error("%s", self.refused)
+                return None
             if length == 0:
                 log.warning("dropping a frame with an empty body")
                 length = None
@@ -86,10 +91,3 @@ class Frames:
                 break
             line = (line + more)[-MAX_HEADER_LINE:]
         return line
-
-    def _skip(self, size: int) -> None:
-        while size > 0:
-            chunk = self._stream.read(min(size, _CHUNK))
-            if not chunk:
-                return
-            size -= len(chunk)

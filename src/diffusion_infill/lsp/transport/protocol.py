@@ -1,4 +1,4 @@
-"""pygls' language server protocol with four gaps closed, so every request gets a reply:
+"""pygls' language server protocol with five gaps closed, so every request gets a reply:
 
 - params that do not parse (wrong types, missing fields): pygls 2.1 raises while
   decoding and nothing answers; here the request gets an InvalidParams error saying
@@ -10,6 +10,8 @@
   gets InvalidRequest, with id null where it has none, as JSON-RPC 2.0 says (pygls
   logs them, some with their whole content: document text, at WARNING); so does a
   notification's method sent with an id, which pygls runs and never answers;
+- a lone UTF-16 surrogate in any string of a message is replaced by U+FFFD as the body is
+  decoded (lsp.transport.strings), where pygls passed it on to fail whatever encoded it;
 - document sync is `diffusion_infill.lsp.text.documents`' job: pygls' own copy (line splitting at form feeds,
   positions clamped in place) is not kept.
 """
@@ -32,6 +34,7 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from diffusion_infill.lsp.transport import pygls_internals as internals
+from diffusion_infill.lsp.transport.strings import well_formed_object
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,9 @@ class InfillProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]):
         # pygls passes this to json.loads as object_hook, which calls it for every object of a
         # body, innermost first: a dict with a "jsonrpc" key inside params would be taken for a
-        # message. Only the outermost object is one, so handle_message structures it.
-        return data
+        # message. Only the outermost object is one, so handle_message structures it. Every
+        # object's strings lose their lone surrogates here (lsp.transport.strings).
+        return well_formed_object(data)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         # A cancel for a request already answered is routine (editors cancel at every keystroke,

@@ -18,7 +18,8 @@ jsonc (comments, blanking), damage (where the damage is), content (words kept, v
 
 from diffusion_infill.engine.repair.jsonfix.content import added, holds, words
 from diffusion_infill.engine.repair.jsonfix.damage import Cancelled, Damage, damage
-from diffusion_infill.engine.repair.jsonfix.jsonc import comments, strip_jsonc
+from diffusion_infill.engine.repair.jsonfix.dialect import is_jsonc, jsonc_name
+from diffusion_infill.engine.repair.jsonfix.jsonc import comments, dropped_comments, strip_jsonc
 from diffusion_infill.engine.repair.jsonfix.lexer import Token, token_at, tokenize
 from diffusion_infill.engine.repair.jsonfix.parser import structural_repair, too_deep
 
@@ -29,7 +30,10 @@ __all__ = [
     "added",
     "comments",
     "damage",
+    "dropped_comments",
     "holds",
+    "is_jsonc",
+    "jsonc_name",
     "strip_jsonc",
     "structural_repair",
     "token_at",

@@ -19,7 +19,6 @@ class Damage:
     message: str
 
 
-_PARSE_CHUNK = 65_536  # bytes
 _parsers = threading.local()  # a Parser keeps per-parse state in C: one per thread (diagnostics, engine, loop)
 
 
@@ -49,23 +48,17 @@ def _never() -> bool:
 
 
 def _parse(source: bytes, cancelled: Callable[[], bool]) -> Node:
-    """The tree of `source`, read in chunks: the parser holds the GIL while it runs, and between two
-    reads other threads (the language server's event loop) get their turn, and `cancelled` is asked;
-    one call on 10 MB held the GIL for seconds. A stop ends the input there (an exception raised in
-    the read callback does not always come back out of the parser) and raises Cancelled after it."""
-    stopped = False
-
-    def read(byte: int, _) -> bytes:
-        nonlocal stopped
-        stopped = stopped or cancelled()
-        return b"" if stopped else source[byte : byte + _PARSE_CHUNK]
-
-    parser = _json_parser()
-    tree = parser.parse(read)
-    if stopped:
-        parser.reset()  # else its next parse would resume this one
+    """The tree of `source`, parsed whole. Not through a read callback, which would give other threads
+    their turn between chunks: py-tree-sitter 0.26.1 keeps a reference to every chunk a callback
+    returns, so each parse leaked its whole source (20 KB a diagnosis in the 20,000-document soak,
+    docs/reliability.md; tests/engine/repair/test_json_damage.py). The parse runs in the diagnostics
+    and repairs processes, apart from the server's event loop; `cancelled` is asked before and after it."""
+    if cancelled():
         raise Cancelled
-    return tree.root_node
+    root = _json_parser().parse(source).root_node
+    if cancelled():
+        raise Cancelled
+    return root
 
 
 def damage(text: str, cancelled: Callable[[], bool] = _never) -> list[Damage]:

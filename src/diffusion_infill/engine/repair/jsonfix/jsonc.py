@@ -33,3 +33,15 @@ def strip_jsonc(text: str) -> str:
     for token in closed + trailing:
         chars[token.start : token.end] = [char if char in "\r\n" else " " for char in text[token.start : token.end]]
     return "".join(chars)
+
+
+def dropped_comments(selected: str, fixed: str) -> int:
+    """The comments of the selection (`//`, `/* */`, `#`) that its fix left out: what a JSON fix says it
+    dropped (the command line's `dropped_comments`, the server's code action title)."""
+    if not ("/" in selected or "#" in selected):
+        return 0
+
+    def found(text: str) -> Counter:
+        return Counter(token.text for token in tokenize(text) if token.kind in ("comment", "hash"))
+
+    return sum((found(selected) - found(fixed)).values())

@@ -18,11 +18,19 @@ _LITERALS = {
     "FALSE": "false",
     "NULL": "null",
     "Null": "null",
+    "undefined": "null",  # JavaScript's: no value, as jsonrepair writes it
 }
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # A number cut short (`2e-`, `1.`, `-3.5E`): the digits before the cut are the number.
 _TRUNCATED_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)(?:\.|[eE][+-]?|\.[eE][+-]?)")
 _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
+# An unquoted URL (`https://example.org/a`, `file:///tmp/x`): its `//` is the value's, not a comment's.
+# An escape the end of the text cut short: a lone backslash, or `\u` with fewer than four digits.
+_CUT_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
+# NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
+_SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
 
 
 # The quotes a string may be opened with, and the ones that close it: typographic quotes
@@ -319,6 +327,15 @@ def _value_after_space(text: str, index: int) -> bool:
     )
 
 
+def without_cut_escape(raw: str) -> str:
+    """`raw` without the escape its end cut short (an odd run of backslashes starts one), and the blanks
+    before it."""
+    match = _CUT_ESCAPE.search(raw)
+    if match is None or len(match.group(1)) % 2 == 0:
+        return raw
+    return raw[: match.end(1) - 1].rstrip(" \t")
+
+
 def _string(text: str, start: int) -> tuple[str, int, bool]:
     """The string starting at `start` as a JSON string, its end offset, and whether it was closed.
 
@@ -341,6 +358,9 @@ def _string(text: str, start: int) -> tuple[str, int, bool]:
         kept = raw[:comma].rstrip(" \t]}") if comma != -1 else raw.rstrip()
     else:
         kept = raw.rstrip(" \t,]}")
+        if close >= len(text) and (cut := without_cut_escape(kept)) != kept:
+            # the text ends inside the string, in an escape: the escape is dropped (`"caf\u00`)
+            return '"' + _body(cut, quote) + '"', len(text), False
     if structure := _STRUCTURE_AFTER_COMMA.search(kept):
         kept = kept[: structure.start()].rstrip(" \t]}")
     return '"' + _body(kept, quote) + '"', start + 1 + len(kept), False
@@ -396,7 +416,11 @@ def token_at(text: str, index: int) -> Token:
     if char in _QUOTES:
         value, end, closed = _string(text, index)
         return Token("string", value, index, end, closed)
+    if match := _SIGNED_CONSTANT.match(text, index):
+        return Token("word", match.group(), index, match.end())
     if match := _NUMBER.match(text, index):
+        if _LEADING_ZERO.match(match.group()):  # `0789`, `-05`: JSON has no such number, a zip code is text
+            return Token("string", json.dumps(match.group()), index, match.end())
         number = match.group().lstrip("+")
         number = "0" + number if number.startswith(".") else number
         number = number.replace("-.", "-0.")
@@ -404,7 +428,7 @@ def token_at(text: str, index: int) -> Token:
         return Token("number", number, index, match.end())
     if char == "+":  # not a number's sign: string concatenation
         return Token("punct", "+", index, index + 1)
-    if match := _WORD.match(text, index):
+    if match := _URL.match(text, index) or _WORD.match(text, index):
         return Token("word", match.group(), index, match.end())
     return Token("junk", "", index, index + 1)
 
@@ -428,8 +452,10 @@ def _bare_end(text: str, start: int, keys: bool = True) -> int:
         if char in ",]}[{)\r\n":
             break
         spaced = index > start and text[index - 1] in " \t"
+        if text.startswith("/*", index):  # a block comment ends a value even unspaced (`2/*two*/`)
+            break
         if spaced and (
-            char in _QUOTES or text.startswith(("//", "/*", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
+            char in _QUOTES or text.startswith(("//", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
         ):
             break
         index += 1

@@ -17,6 +17,7 @@ from diffusion_infill.engine.repair.jsonfix.lexer import (
     _bare_value,
     token_at,
     tokenize,
+    without_cut_escape,
 )
 
 _BLANKS = re.compile(r"[ \t]*")
@@ -55,6 +56,9 @@ def _valid_end(text: str, start: int) -> tuple[int | None, int]:
         window *= 2
 
 
+# MongoDB's and JavaScript's wrappers whose quoted argument is a number (`NumberLong("42")` is 42)
+_NUMBER_WRAPPERS = frozenset({"NumberLong", "NumberInt", "NumberDecimal", "Number", "BigInt", "parseInt", "parseFloat"})
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _HAS_VALUE = re.compile(r"[\w{\[]")
 # A fence (an LLM reply, a Markdown excerpt): the JSON is what the fenced blocks hold.
 _FENCE = re.compile(r"`{3,}|~{3,}")
@@ -194,7 +198,14 @@ class _Parser:
         if _after_blanks(self.text, name.end) != "(":
             return False
         self.skip_to(self.text.index("(", name.end) + 1)
-        self.value()
+        argument = self.peek()
+        if name.text in _NUMBER_WRAPPERS and argument is not None and argument.kind == "string":
+            if _JSON_NUMBER.fullmatch(number := json.loads(argument.text).strip()):
+                self.take()  # `NumberLong("42")`: the number, as the wrapper says it is
+                self.out.emit(number)
+                argument = None
+        if argument is not None:
+            self.value()
         token = self.peek()
         if token is not None and token.kind == "punct" and token.text == ")":
             self.take()
@@ -249,11 +260,12 @@ class _Parser:
     def container(self, closer: str) -> None:
         self.stack.append(closer)
         is_object, need_comma, written = closer == "}", False, _AS_JSON.get(closer, closer)
-        opened, members, keys_alone = len(self.out.pieces) - 1, 0, []
+        opened, members, keys_alone, cut = len(self.out.pieces) - 1, 0, [], False
         while True:
             token = self.peek()
             if token is None:
                 self.out.insert(written)  # truncated text: close what is open
+                cut = True
                 break
             if token.kind == "punct" and token.text in "]})":
                 if token.text == closer:
@@ -275,6 +287,7 @@ class _Parser:
             if is_object and token.kind == "punct" and token.text in _OPENERS:
                 # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
                 # the value is the next item of what holds it; a key made up for it would be content
+                self.drop_trailing_comma()
                 self.out.insert(closer)
                 break
             if need_comma:
@@ -282,21 +295,26 @@ class _Parser:
             if is_object:
                 members += 1
                 before = len(self.out.pieces)
-                if not self.member(token):
-                    keys_alone.append(before)
+                if not self.member(token, first=members == 1):
+                    keys_alone.append((before, token))
             else:
                 self.value()
             need_comma = not self.after_item()
         self.stack.pop()
-        if members and len(keys_alone) == members and self.out.pieces[opened] == "{":  # not an object reopened
+        # `{"a"` cut off after its only key is an object whose value is missing, not a set
+        alone = members and len(keys_alone) == members and not (cut and members == 1)
+        if alone and self.out.pieces[opened] == "{":  # not an object reopened
             self.as_set_literal(opened, keys_alone)
 
-    def as_set_literal(self, opened: int, keys_alone: list[int]) -> None:
+    def as_set_literal(self, opened: int, keys_alone: list[tuple[int, Token]]) -> None:
         """An object of keys alone (`{'a', 'b'}`, a Python set) is an array of them: the `:` and `null`
-        written after each key are taken back, and the braces become brackets."""
-        for index in reversed(keys_alone):
+        written after each key are taken back, and the braces become brackets. An item keeps its type
+        (`{"x", null, 2}` is `["x", null, 2]`): only a key had to be a string."""
+        for index, token in reversed(keys_alone):
             key = next(k for k in range(index, len(self.out.pieces)) if self.out.pieces[k].strip())
             del self.out.pieces[key + 1 : key + 3]  # the ":" and " null" inserted right after it
+            if token.kind == "number" or (token.kind == "word" and token.text in _LITERALS):
+                self.out.pieces[key] = _LITERALS.get(token.text, token.text)
         self.out.pieces[opened] = "["
         self.out.pieces[-1] = "]"  # the closer, written or inserted last
         self.closed_object = None
@@ -326,13 +344,17 @@ class _Parser:
                 return False
         return written == ","
 
-    def member(self, token: Token) -> bool:
-        """One key and its value; False when the key stands alone (no colon, no value: `{"a", "b"}`)."""
+    def member(self, token: Token, first: bool = False) -> bool:
+        """One key and its value; False when the key stands alone (no colon, no value: `{"a", "b"}`).
+        `first`: no member before it in its object."""
         written = len(self.out.pieces)
         self.key(token)
         following = self.peek()
         if following is None and (not token.closed or token.kind == "word"):
-            self.drop_cut_key(written)  # the text ends inside the key: no key was written, so no value is missing
+            if first:  # the text ends inside the object's only key: kept, with null, as jsonrepair does
+                self.out.insert(": null")
+                return True
+            self.drop_cut_key(written)  # the text ends inside a later key: no value is missing
             return True
         if following is not None and following.kind == "punct" and following.text == ":":
             self.take()
@@ -344,6 +366,12 @@ class _Parser:
                 return False
         self.value()
         return True
+
+    def drop_trailing_comma(self) -> None:
+        """Takes back the comma written last, when nothing but blanks followed it."""
+        last = next((k for k in range(len(self.out.pieces) - 1, -1, -1) if self.out.pieces[k].strip()), None)
+        if last is not None and self.out.pieces[last] == ",":
+            del self.out.pieces[last]
 
     def drop_cut_key(self, written: int) -> None:
         """Takes back a key the text ends in (`{"a": 1, "ke`), and the comma before it: made a key with a
@@ -478,7 +506,7 @@ def structural_repair(text: str, jsonc: bool = False) -> str | None:
         repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
     except RecursionError:  # nesting deeper than Python's stack: json.loads could not load it either
         return None
-    if repaired is not None and not words(repaired) and words(text) - _wrapper_words(text):
+    if repaired is not None and not words(repaired) and words(without_cut_escape(text)) - _wrapper_words(text):
         return None  # every word written is gone (`not json at all {{{ ]]]`): prose, not JSON
     return repaired
 
