@@ -163,10 +163,10 @@ class Host(Protocol):
 class Publisher:
     """Diagnostics per document: debounced, computed in another process, never for a stale version."""
 
-    def __init__(self, ls: Host):
+    def __init__(self, ls: Host, deadline: float | None = None):
         self._ls = ls
         # One process is enough: each document computes only its latest version, one at a time.
-        self._process = DiagnosisProcess()
+        self._process = DiagnosisProcess("diagnostics", deadline)  # deadline: seconds a computation may take
         self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
         self._too_large: set[str] = set()  # URIs already told they get no diagnostics
         self._took: dict[str, float] = {}  # per URI: seconds its last computation took
