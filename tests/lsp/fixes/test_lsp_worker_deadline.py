@@ -34,13 +34,9 @@ async def session(model_dir, tmp_path_factory):
     await stop(client)
 
 
-@pytest.fixture
-def editor(session) -> Editor:
-    return Editor(session)
-
-
-async def test_a_stopped_repairs_process_fails_the_resolve_naming_the_bound_and_is_replaced(editor):
-    server = editor.client._server.pid
+async def test_a_stopped_repairs_process_fails_the_resolve_naming_the_bound_and_is_replaced(session):
+    editor = Editor(session)
+    server = session._server.pid
     uri, action = await offered_fix(editor, BROKEN)  # the diagnostics process runs from here on
     diagnostics = workers(server)
     await resolve(editor, action)  # starts the repairs process: its start-up is not bounded
