@@ -276,6 +276,8 @@ class DiagnosisProcess:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), max(seconds, 0.0))
         except TimeoutError:
+            if future.done():  # it came as the bound ran out: the worker answered
+                return future.result()
             bound = f"the {self._name} process gave no result within {self._deadline:g} s"
             log.warning("%s: killed; the next computation starts a new one", bound)
             self.kill(owner)
