@@ -123,7 +123,9 @@ def test_settings_choose_the_engine_and_its_server():
         }
     )
     settings, problems = merge(ServerSettings(), section)
-    assert settings.remote_settings() == RemoteSettings("http://gpu:8000/v1", "dg", "diffusion", timeout=0.5)
+    # invokedTimeout 0 is out of its range (docs/protocol.md): clamped to the smallest bound, with one message
+    expected = RemoteSettings("http://gpu:8000/v1", "dg", "diffusion", timeout=0.5, invoked_timeout=0.01)
+    assert settings.remote_settings() == expected
     assert len(problems) == 1 and "invokedTimeout" in problems[0]
     assert ServerSettings().remote_settings() is None  # the default stays the in-process engine
     settings, problems = merge(ServerSettings(), {"engine": "vllm", "promptFormat": "infill"})

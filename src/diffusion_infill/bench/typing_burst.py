@@ -77,7 +77,7 @@ from diffusion_infill.engine.training.probes import Probe, held_out_line_cases
 KEYSTROKES = 30
 INTERVAL_MS = 40
 TOTALS = re.compile(r"totals: (\d+) steps in (\d+) completions")  # lsp.completion.worker's debug line after every job
-SETTLE_S = 120.0  # waiting for the engine's log after the answers; generous, the machine may be busy
+QUIET_S = 2.0  # after the answers, a job still to be logged ends within this (its answer came first)
 ANSWERS_S = 600.0  # waiting for a phase's answers
 OUTCOMES = ("answered_items", "answered_empty", "superseded", "errors")  # what a burst request gets
 
@@ -112,10 +112,15 @@ class EngineLog:
                     self._changed.set()
 
     async def reach(self, completions: int) -> None:
-        """Waits until the engine has logged `completions` jobs since the server started."""
+        """Waits until the engine has logged `completions` jobs since the server started, or until it
+        has been quiet for QUIET_S: a request answered while its run waited the server's debounce
+        (lsp.completion.policy.RequestPolicy.debounce_s) started no job, so fewer may come."""
         while self.completions < completions:
             self._changed.clear()
-            await asyncio.wait_for(self._changed.wait(), SETTLE_S)
+            try:
+                await asyncio.wait_for(self._changed.wait(), QUIET_S)
+            except TimeoutError:
+                return
 
 
 @dataclass
