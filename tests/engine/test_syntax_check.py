@@ -8,123 +8,13 @@ from types import FrameType
 import pytest
 
 from diffusion_infill.engine import syntax_check
-from diffusion_infill.engine.syntax_check import (
-    LANGUAGES,
-    ClosureReport,
-    Problem,
-    check,
-    language_for_id,
-    language_for_path,
-    longest_valid_prefix,
-)
+from diffusion_infill.engine.syntax_check import ClosureReport, Problem, check, longest_valid_prefix
 
 CODE_LANGUAGES = ("python", "javascript", "typescript", "tsx")
 
 
 def kinds(report: ClosureReport) -> set[str]:
     return {problem.kind for problem in report.problems}
-
-
-# Languages
-
-
-def test_every_required_language_is_supported():
-    assert set(LANGUAGES) >= {
-        "python",
-        "javascript",
-        "typescript",
-        "tsx",
-        "json",
-        "markdown",
-    }
-
-
-@pytest.mark.parametrize(
-    ("path", "language"),
-    [
-        ("src/app.py", "python"),
-        ("stubs/app.pyi", "python"),
-        ("web/app.js", "javascript"),
-        ("web/app.mjs", "javascript"),
-        ("web/app.cjs", "javascript"),
-        ("web/App.jsx", "javascript"),
-        ("web/app.ts", "typescript"),
-        ("web/app.mts", "typescript"),
-        ("web/App.tsx", "tsx"),
-        ("package.json", "json"),
-        ("tsconfig.jsonc", "json"),
-        ("README.md", "markdown"),
-        ("notes.markdown", "markdown"),
-        ("SHOUTING.PY", "python"),
-        ("cmd/main.go", "go"),
-        ("src/main.rs", "rust"),
-        ("zlib.h", "c"),
-        ("Main.java", "java"),
-        ("lib/set.rb", "ruby"),
-        ("build.sh", "bash"),
-        (".github/workflows/ci.yml", "yaml"),
-        ("config.yaml", "yaml"),
-        ("Makefile", "make"),
-        ("docker/Dockerfile", "dockerfile"),
-    ],
-)
-def test_language_for_path_goes_by_extension_or_file_name(path, language):
-    assert language_for_path(path) == language
-
-
-@pytest.mark.parametrize("path", ["archive.tar.gz", ".py", "notes.txt", "matlab_or_objc.m", "LICENSE"])
-def test_language_for_path_is_none_for_unknown_files(path):
-    assert language_for_path(path) is None
-
-
-def test_every_file_name_names_a_checked_language():
-    assert set(syntax_check._FILES) <= set(LANGUAGES)
-
-
-@pytest.mark.parametrize(
-    ("language_id", "language"),
-    [
-        ("python", "python"),
-        ("javascript", "javascript"),
-        ("javascriptreact", "javascript"),
-        ("typescript", "typescript"),
-        ("typescriptreact", "tsx"),
-        ("json", "json"),
-        ("jsonc", "json"),
-        ("markdown", "markdown"),
-        # the LSP specification's ids for the languages tree-sitter-language-pack brings
-        ("shellscript", "bash"),
-        ("c", "c"),
-        ("cpp", "cpp"),
-        ("csharp", "csharp"),
-        ("go", "go"),
-        ("rust", "rust"),
-        ("java", "java"),
-        ("ruby", "ruby"),
-        ("yaml", "yaml"),
-        ("makefile", "make"),
-        ("objective-c", "objc"),
-        ("git-commit", "gitcommit"),
-        # Neovim sends its filetype
-        ("sh", "bash"),
-        ("cs", "csharp"),
-    ],
-)
-def test_language_for_id_maps_lsp_language_ids(language_id, language):
-    assert language_for_id(language_id) == language
-
-
-@pytest.mark.parametrize("language_id", ["plaintext", "abap", "coffeescript", "Go", "", "cobol"])
-def test_language_for_id_is_none_for_unknown_ids(language_id):
-    assert language_for_id(language_id) is None
-
-
-def test_every_language_id_names_a_checked_language():
-    assert set(syntax_check._LANGUAGE_IDS.values()) <= set(LANGUAGES)
-
-
-def test_the_pack_brings_the_languages_a_real_model_completes():
-    assert set(LANGUAGES) >= {"go", "rust", "c", "cpp", "java", "ruby", "bash", "yaml", "csharp", "kotlin", "php"}
 
 
 @pytest.mark.parametrize("language", ["klingon", "cobol"])
@@ -503,7 +393,8 @@ def test_shell_case_patterns_end_in_a_lone_parenthesis_that_pairs_with_nothing()
 def test_every_language_checks_without_hanging():
     """A parse cannot be interrupted, so a grammar that never returns would stop the engine for good."""
     code = (
-        "from diffusion_infill.engine.syntax_check import LANGUAGES, check\n"
+        "from diffusion_infill.engine.languages import LANGUAGES\n"
+        "from diffusion_infill.engine.syntax_check import check\n"
         "for language in LANGUAGES:\n"
         "    check('f(x', '))\\n\"a', ')\\n', language)\n"
     )

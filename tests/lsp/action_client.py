@@ -27,10 +27,11 @@ def action_capabilities(resolve: bool, disabled: bool) -> types.ClientCapabiliti
     return caps
 
 
-async def start_for_actions(model_dir, document, resolve: bool, disabled: bool):
-    """The real server on `model_dir`, initialized by a client with `action_capabilities`; the
-    client keeps the server's answer to initialize as `initialize_result`."""
-    client, result = await start(serve_command(model_dir, document), action_capabilities(resolve, disabled))
+async def start_for_actions(model_dir, document, resolve: bool, disabled: bool, *extra: str):
+    """The real server on `model_dir` (with `extra` serve options), initialized by a client with
+    `action_capabilities`; the client keeps the server's answer to initialize as `initialize_result`."""
+    command = serve_command(model_dir, document, *extra)
+    client, result = await start(command, action_capabilities(resolve, disabled))
     client.initialize_result = result
     return client
 

@@ -12,7 +12,7 @@ from lsprotocol import types
 from openai_servers import ScriptedServer
 from pygls.exceptions import JsonRpcException
 
-from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine import languages, syntax_check
 from diffusion_infill.engine.repair import markdown_rules
 from tests.lsp.action_client import COMPLETE_TABLE, REGENERATE, action_capabilities, applied, code_actions, span, titled
 from tests.lsp.lsp_client import Editor, apply, final_of, start, stop
@@ -124,7 +124,7 @@ async def test_no_item_breaks_closure(session, editor, case):
         assert inserted.endswith(closers)
         inserted = inserted.removesuffix(closers)
     assert inserted and reply.startswith(inserted) and inserted != reply, f"{case}: {inserted!r} of {reply!r}"
-    grammar = syntax_check.language_for_id(language)
+    grammar = languages.language_for_id(language)
     assert syntax_check.check(before, inserted, after, grammar).valid, f"{case}: {inserted!r} breaks closure"
     assert final_of(session, uri, 1, position).text == inserted
 

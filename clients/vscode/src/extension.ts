@@ -14,7 +14,7 @@ import {
 } from './trust';
 
 const SECTION = 'diffusionInfill';
-// Every one has a grammar for the closure check (docs/closure.md); the model may still know only some.
+// The language table's VS Code defaults (engine/languages.py, tested against this list).
 const LANGUAGES = [
   'python',
   'javascript',

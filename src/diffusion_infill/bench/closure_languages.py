@@ -36,7 +36,7 @@ from pathlib import Path
 from tree_sitter import Node, Parser
 
 from diffusion_infill.cli.inputs import positive_int
-from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine import languages, syntax_check
 from diffusion_infill.lsp.text.window import around
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -78,7 +78,7 @@ def files_of(language: str, paths: Sequence[Path], skip: Sequence[str] = ()) -> 
             file
             for file in candidates
             if file.is_file()
-            and syntax_check.language_for_path(str(file)) == language
+            and languages.language_for_path(str(file)) == language
             and not set(file.relative_to(path).parts[:-1] if path.is_dir() else ()) & set(skip)
             and file.stat().st_size <= _MAX_FILE_BYTES
         ]
@@ -147,7 +147,7 @@ def _line_starts(text: str) -> list[tuple[int, int]]:
 def measure(language: str, files: Sequence[Path], positions: int, seed: int, per_file: int = 5) -> Tally:
     """`positions` cursors of each kind, at most `per_file` from each file, the files in random order."""
     rng = random.Random(seed)
-    parser = Parser(syntax_check.tree_sitter_language(language))
+    parser = Parser(languages.tree_sitter_language(language))
     tally = Tally()
     for file in rng.sample(list(files), len(files)):
         if tally.continuations >= positions and tally.retyped_closers >= positions:
@@ -183,14 +183,14 @@ def _timed(tally: Tally, position: Position, language: str) -> syntax_check.Clos
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("language", help="a name of engine.syntax_check.LANGUAGES, e.g. go, rust, bash")
+    parser.add_argument("language", help="a name of engine.languages.LANGUAGES, e.g. go, rust, bash")
     parser.add_argument("paths", nargs="+", type=Path, help="files or directories of that language")
     parser.add_argument("--positions", type=positive_int, default=200, help="cursor positions of each kind")
     parser.add_argument("--per-file", type=positive_int, default=5, help="at most this many of each kind from one file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip", action="append", default=[], help="a directory name to leave out (repeatable)")
     args = parser.parse_args(argv)
-    if args.language not in syntax_check.LANGUAGES:
+    if args.language not in languages.LANGUAGES:
         print(f"closure_languages: no grammar named {args.language!r}", file=sys.stderr)
         return 2
     files = files_of(args.language, args.paths, args.skip)

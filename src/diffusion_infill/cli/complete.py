@@ -19,7 +19,7 @@ from diffusion_infill.cli.models import (
     load_model,
     start_torch,
 )
-from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine import languages, syntax_check
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.text.positions import ColumnOutOfRange, LineOutOfRange, Lines
 from diffusion_infill.lsp.text.window import around
@@ -79,7 +79,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
     from diffusion_infill.engine.completion.confidence import clears_gate, gate_threshold
 
     prefix, suffix = location.split(text)
-    language = syntax_check.language_for_path(str(location.path))
+    language = languages.language_for_path(str(location.path))
     request = InfillRequest(prefix, suffix, language, invoked=True)
     live = sys.stdout.isatty() and not as_json
     line_start = prefix.rsplit("\n", 1)[-1]

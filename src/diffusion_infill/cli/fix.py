@@ -21,9 +21,9 @@ from diffusion_infill.cli import remote
 from diffusion_infill.cli.atomic import replace_text
 from diffusion_infill.cli.inputs import CliError, plural, read_text
 from diffusion_infill.cli.models import add_model_options, check_device, check_model, load_model, start_torch
+from diffusion_infill.engine.languages import language_for_path
 from diffusion_infill.engine.repair import jsonfix
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
-from diffusion_infill.engine.syntax_check import language_for_path
 
 _RANGE = re.compile(r"^(\d+):(\d+)-(\d+):(\d+)$")
 _BOM = "\ufeff"  # a UTF-8 byte order mark, as read

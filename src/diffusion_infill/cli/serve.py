@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from diffusion_infill.cli import remote
-from diffusion_infill.cli.inputs import CliError, check_listen, is_loopback, tcp_address
+from diffusion_infill.cli.inputs import CliError, check_listen, is_loopback, positive_float, tcp_address
 from diffusion_infill.cli.models import add_engine_options, add_model_options, check_device, check_model
+from diffusion_infill.lsp.diagnostics.process import WORKER_TIMEOUT_S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="acceptance counts (default: $XDG_STATE_HOME/diffusion-infill/acceptance.json)",
+    )
+    parser.add_argument(
+        "--worker-timeout",
+        type=positive_float,
+        default=WORKER_TIMEOUT_S,
+        metavar="SECONDS",
+        help="seconds a Fix JSON / Fix Markdown repair or a document's diagnostics may take in their worker "
+        "process, its start-up not counted; past it the worker is replaced (default: %(default)g)",
     )
     add_engine_options(parser)
     add_model_options(parser)
@@ -98,6 +107,7 @@ def main(args: argparse.Namespace) -> int:
             args.trust_remote_code,
             credentials,
             TorchStart(args.seed, args.threads),
+            args.worker_timeout,
         )
     )
     if address is None:

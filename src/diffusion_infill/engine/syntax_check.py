@@ -1,4 +1,4 @@
-"""Syntax-closure check for inline completions.
+"""Syntax-closure check for inline completions (the languages it knows: engine.languages).
 
 A completion is inserted between ``prefix`` and ``suffix``.  It must never
 leave the file syntactically worse than ``prefix + suffix`` alone: no new
@@ -12,146 +12,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-import typing
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import accumulate
-from pathlib import PurePath
 
-import tree_sitter_javascript
-import tree_sitter_json
-import tree_sitter_language_pack
-import tree_sitter_markdown
-import tree_sitter_python
-import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-# The first languages checked keep their own grammar packages (and so their results);
-# tree-sitter-language-pack brings every other grammar it ships.
-_GRAMMARS: dict[str, Callable[[], object]] = {
-    "python": tree_sitter_python.language,
-    "javascript": tree_sitter_javascript.language,
-    "typescript": tree_sitter_typescript.language_typescript,
-    "tsx": tree_sitter_typescript.language_tsx,
-    "json": tree_sitter_json.language,
-    "markdown": tree_sitter_markdown.language,
-}
-
-# The pack's COBOL parser never returns, even on "x", and a parse cannot be interrupted.
-_BROKEN_PACK_GRAMMARS = frozenset({"cobol"})
-_PACK_GRAMMARS = tuple(
-    name
-    for name in typing.get_args(tree_sitter_language_pack.SupportedLanguage)
-    if name not in _GRAMMARS and name not in _BROKEN_PACK_GRAMMARS
-)
-
-LANGUAGES: tuple[str, ...] = (*_GRAMMARS, *_PACK_GRAMMARS)
-_LANGUAGE_SET = frozenset(LANGUAGES)
-
-# Extensions (lower case) and whole file names, per grammar; an extension that two
-# common languages share (.m: Objective-C and MATLAB, .v: Verilog and V) names neither.
-_FILES: dict[str, tuple[str, ...]] = {
-    "python": (".py", ".pyi"),
-    "javascript": (".js", ".mjs", ".cjs", ".jsx"),
-    "typescript": (".ts", ".mts", ".cts"),
-    "tsx": (".tsx",),
-    "json": (".json", ".jsonc"),
-    "markdown": (".md", ".markdown"),
-    "bash": (".sh", ".bash"),
-    "bibtex": (".bib",),
-    "c": (".c", ".h"),
-    "clojure": (".clj", ".cljs", ".cljc", ".edn"),
-    "cmake": (".cmake", "CMakeLists.txt"),
-    "commonlisp": (".lisp",),
-    "cpp": (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++"),
-    "csharp": (".cs",),
-    "css": (".css",),
-    "cuda": (".cu", ".cuh"),
-    "dart": (".dart",),
-    "dockerfile": (".dockerfile", "Dockerfile", "Containerfile"),
-    "elixir": (".ex", ".exs"),
-    "elm": (".elm",),
-    "erlang": (".erl", ".hrl"),
-    "fish": (".fish",),
-    "fortran": (".f90", ".f95", ".f03", ".f08"),
-    "fsharp": (".fs", ".fsx"),
-    "gdscript": (".gd",),
-    "gleam": (".gleam",),
-    "glsl": (".glsl", ".vert", ".frag"),
-    "go": (".go",),
-    "gomod": ("go.mod",),
-    "graphql": (".graphql", ".gql"),
-    "groovy": (".groovy", ".gradle"),
-    "haskell": (".hs",),
-    "hcl": (".hcl",),
-    "html": (".html", ".htm"),
-    "ini": (".ini",),
-    "java": (".java",),
-    "julia": (".jl",),
-    "kotlin": (".kt", ".kts"),
-    "latex": (".tex",),
-    "lua": (".lua",),
-    "make": (".mk", "Makefile", "makefile", "GNUmakefile"),
-    "meson": ("meson.build",),
-    "nim": (".nim",),
-    "ninja": (".ninja",),
-    "nix": (".nix",),
-    "ocaml": (".ml",),
-    "ocaml_interface": (".mli",),
-    "odin": (".odin",),
-    "pascal": (".pas",),
-    "perl": (".pl", ".pm"),
-    "php": (".php",),
-    "powershell": (".ps1", ".psm1"),
-    "properties": (".properties",),
-    "proto": (".proto",),
-    "puppet": (".pp",),
-    "r": (".r",),
-    "racket": (".rkt",),
-    "rst": (".rst",),
-    "ruby": (".rb", ".rake", ".gemspec", "Gemfile", "Rakefile"),
-    "rust": (".rs",),
-    "scala": (".scala", ".sc"),
-    "scheme": (".scm",),
-    "scss": (".scss",),
-    "solidity": (".sol",),
-    "sql": (".sql",),
-    "starlark": (".bzl", ".star"),
-    "svelte": (".svelte",),
-    "swift": (".swift",),
-    "tcl": (".tcl",),
-    "terraform": (".tf", ".tfvars"),
-    "toml": (".toml",),
-    "typst": (".typ",),
-    "vim": (".vim",),
-    "vue": (".vue",),
-    "xml": (".xml", ".xsd", ".xsl"),
-    "yaml": (".yaml", ".yml"),
-    "zig": (".zig",),
-}
-_EXTENSIONS = {name: grammar for grammar, names in _FILES.items() for name in names if name.startswith(".")}
-_FILE_NAMES = {name: grammar for grammar, names in _FILES.items() for name in names if not name.startswith(".")}
-
-# LSP languageIds (the specification's list, VS Code's and Neovim's filetypes) that are not
-# the grammar's own name; a languageId that is a grammar's name needs no entry.
-_LANGUAGE_IDS = {
-    "javascriptreact": "javascript",
-    "typescriptreact": "tsx",
-    "jsonc": "json",
-    "shellscript": "bash",
-    "sh": "bash",
-    "cs": "csharp",
-    "cuda-cpp": "cuda",
-    "delphi": "pascal",
-    "dockercompose": "yaml",
-    "git-commit": "gitcommit",
-    "makefile": "make",
-    "objective-c": "objc",
-    "tex": "latex",
-    "xsl": "xml",
-}
+from diffusion_infill.engine import languages
 
 # "${" opens a template substitution and "{|" a Flow-style exact object type;
 # both are distinct tokens that the ordinary closers end.
@@ -170,18 +39,6 @@ _FENCE_QUERY = "(fenced_code_block) @fence"
 # The baseline (prefix + suffix) repeats across calls for one cursor position,
 # and longest_valid_prefix re-checks it for every cut point.
 _ANALYSIS_CACHE_SIZE = 32
-
-
-def language_for_path(path: str) -> str | None:
-    """Language name for a file path, judged by its extension (or a known file name)."""
-    file = PurePath(path)
-    return _FILE_NAMES.get(file.name) or _EXTENSIONS.get(file.suffix.lower())
-
-
-def language_for_id(language_id: str) -> str | None:
-    """Language name for an LSP ``languageId``."""
-    language = _LANGUAGE_IDS.get(language_id, language_id)
-    return language if language in _LANGUAGE_SET else None
 
 
 @dataclass(frozen=True)
@@ -213,7 +70,7 @@ _VALID = ClosureReport(valid=True, problems=())
 
 def check(prefix: str, candidate: str, suffix: str, language: str | None) -> ClosureReport:
     """Whether inserting ``candidate`` keeps the file's syntax no worse."""
-    if language is not None and language not in _LANGUAGE_SET:
+    if language is not None and not languages.is_known(language):
         raise ValueError(f"unsupported language: {language!r}")
     if not candidate:
         return _VALID
@@ -346,20 +203,11 @@ class _Grammar:
             return self.parser.parse(source).root_node
 
 
-def tree_sitter_language(language: str) -> Language:
-    """The tree-sitter grammar that ``check`` parses ``language`` with."""
-    if language not in _LANGUAGE_SET:
-        raise ValueError(f"unsupported language: {language!r}")
-    if language in _GRAMMARS:
-        return Language(_GRAMMARS[language]())
-    return tree_sitter_language_pack.get_language(language)
-
-
 @cache
 def _grammar(language: str) -> _Grammar:
-    if language not in _GRAMMARS:
+    if languages.from_pack(language):
         return _pack_grammar(language)
-    grammar = tree_sitter_language(language)
+    grammar = languages.tree_sitter_language(language)
     if language in _PROSE_LANGUAGES:
         return _Grammar(Parser(grammar), brackets=None, fences=Query(grammar, _FENCE_QUERY))
     # Grammars lack some tokens (JSON has no parentheses) and a query naming
@@ -369,7 +217,7 @@ def _grammar(language: str) -> _Grammar:
 
 
 def _pack_grammar(language: str) -> _Grammar:
-    grammar = tree_sitter_language(language)
+    grammar = languages.tree_sitter_language(language)
     tokens = _bracket_kinds(grammar)
     brackets = Query(grammar, _alternation(tokens)) if tokens else None  # HTML has no bracket tokens
     return _Grammar(Parser(grammar), brackets=brackets, fences=None, split_brackets=True)

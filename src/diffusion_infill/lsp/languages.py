@@ -7,7 +7,7 @@ matching fix: diffusion_infill.lsp.diagnostics.publisher writes it, diffusion_in
 
 from __future__ import annotations
 
-from diffusion_infill.engine import syntax_check
+from diffusion_infill.engine import languages
 
 SOURCE = "diffusion-infill"
 JSON_LANGUAGES = frozenset({"json"})
@@ -17,4 +17,4 @@ MARKDOWN_LANGUAGES = frozenset({"markdown"})
 
 def closure_language(language_id: str, uri: str) -> str | None:
     """The grammar of a document's languageId, else of its file name; None: brackets only."""
-    return syntax_check.language_for_id(language_id) or syntax_check.language_for_path(uri)
+    return languages.language_for_id(language_id) or languages.language_for_path(uri)

@@ -37,6 +37,7 @@ from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry,
 from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.worker import EngineWorker
 from diffusion_infill.lsp.diagnostics import publisher
+from diffusion_infill.lsp.diagnostics.process import WORKER_TIMEOUT_S
 from diffusion_infill.lsp.fixes import actions
 from diffusion_infill.lsp.fixes.edits import FIX_COMMAND
 from diffusion_infill.lsp.fixes.repairs import Repairs
@@ -62,6 +63,7 @@ class ServeOptions:
     trust_remote_code: bool = False  # command line only: a workspace setting must not enable running code
     credentials: Credentials = Credentials(None)  # the API key and the URL it may go to (command line, environment)
     torch_start: TorchStart | None = None  # torch's seed and threads (command line); None: left as they are
+    worker_timeout: float | None = WORKER_TIMEOUT_S  # seconds a repair or diagnostics computation may take
 
 
 class InfillServer(LanguageServer):
@@ -85,8 +87,8 @@ class InfillServer(LanguageServer):
         # the request policy until settings and a model come; the runs hold it (one owner: `policy` reads theirs)
         self.runs = Runs(self.worker, self.publish_draft, RequestPolicy.of(self.settings, None, judges_lines=False))
         self.fixes = FixResults()  # code-action results per document version and target
-        self.repairs = Repairs()  # Fix JSON and Fix Markdown, in a process of their own
-        self.diagnostics = publisher.Publisher(self)
+        self.repairs = Repairs(options.worker_timeout)  # Fix JSON and Fix Markdown, in a process of their own
+        self.diagnostics = publisher.Publisher(self, options.worker_timeout)
         self.telemetry = Telemetry(options.telemetry)
         self.model = ModelLifecycle(self)  # loads, reports the load, publishes the state
         self.problems: list[str] = []  # settings ignored at initialize, shown once initialized

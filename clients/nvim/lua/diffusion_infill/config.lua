@@ -5,7 +5,7 @@ local M = {}
 
 M.defaults = {
   cmd = nil, -- server command; nil: { 'diffusion-infill', 'serve' } from PATH
-  -- every one has a grammar for the closure check (docs/closure.md); the model may still know only some
+  -- the language table's Neovim defaults (engine/languages.py, tested against this list); the model may know only some
   filetypes = {
     'python',
     'javascript',

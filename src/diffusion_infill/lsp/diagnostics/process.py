@@ -26,6 +26,12 @@ os._exit, which waits for no one). A worker that dies while computing is logged,
 raises WorkerDied, and the next one starts a new worker. A computation that has no check to stop at
 (the repairs have none) is killed with its worker (`kill`), and so is one whose caller was cancelled:
 no one is left to read its result.
+
+A computation may be given a deadline (`serve --worker-timeout`): the worker acknowledges each computation
+once it has it (the function's module imported), and the bound counts from there, so a worker's start-up
+(seconds: spawn, imports, tree-sitter's grammars) never counts. A warm worker must also acknowledge within
+the bound; a fresh one within STARTUP_S. A worker that overruns (stopped, looping, swapping) is killed, the
+computation raises WorkerTimedOut, and the next one starts a new worker.
 """
 
 from __future__ import annotations
@@ -46,6 +52,12 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+# Seconds a fresh worker has to acknowledge its first computation: spawn and the imports take a few on a
+# loaded 2-core machine; this bounds only a worker that never starts.
+STARTUP_S = 120.0
+# The default deadline (`serve --worker-timeout`): a repair of a 10 MB selection or the diagnostics of a 16 MB
+# JSON document take seconds (docs/reliability.md); a worker that has given nothing in a minute is stopped or looping.
+WORKER_TIMEOUT_S = 60.0
 log = logging.getLogger(__name__)
 # Set before multiprocessing's own exit handler (registered earlier, run later) ends the worker.
 _python_exits = threading.Event()
@@ -54,6 +66,10 @@ atexit.register(_python_exits.set)
 
 class WorkerDied(Exception):
     """The worker process ended while computing (killed, out of memory)."""
+
+
+class WorkerTimedOut(WorkerDied):
+    """The worker gave no result within the deadline; it was killed. The message names the bound."""
 
 
 def _serve(requests: Connection, results: Connection, stop: Any) -> None:
@@ -69,6 +85,10 @@ def _serve(requests: Connection, results: Connection, stop: Any) -> None:
             serial, function, args = requests.recv()
         except (EOFError, OSError):  # the server closed its end, or was gone before it finished sending
             return
+        try:
+            results.send(_STARTED)  # the deadline counts from here (module docstring)
+        except OSError:
+            return
         outcome = _outcome(function, args, functools.partial(_stopped, stop, serial))
         try:
             results.send(outcome)
@@ -76,6 +96,16 @@ def _serve(requests: Connection, results: Connection, stop: Any) -> None:
             return
         except Exception as error:  # pickle could not send it
             results.send((False, RuntimeError(f"{outcome[1]!r} could not be sent back: {error!r}")))
+
+
+_STARTED = None  # the acknowledgement, on the results pipe before each outcome
+
+
+@dataclass(frozen=True)
+class _Computation:
+    started: Future  # its result (None) once the worker has acknowledged it
+    done: Future
+    warm: bool  # its worker had acknowledged one before
 
 
 def _stopped(stop: Any, serial: int) -> bool:
@@ -114,18 +144,20 @@ class _Worker:
         self._lock = threading.Lock()  # `alive`, and what is queued once it is False
         self.alive = True
         self.killed = False  # by `kill`: its end is no error
+        self.warm = False  # has acknowledged a computation (set by the courier)
         # A daemon: waiting for a result never keeps Python from exiting.
         threading.Thread(target=self._carry, name="diagnostics-courier", daemon=True).start()
 
-    def submit(self, serial: int, function: Callable[..., T], args: tuple) -> Future | None:
-        """The future of `function(*args, cancelled)`; None once the worker has died."""
-        future: Future = Future()
-        future.set_running_or_notify_cancel()  # a computation under way cannot be cancelled, only stopped
+    def submit(self, serial: int, function: Callable[..., T], args: tuple) -> _Computation | None:
+        """The futures of `function(*args, cancelled)`; None once the worker has died."""
+        computation = _Computation(Future(), Future(), self.warm)  # warm: the one before was acknowledged
+        for future in (computation.started, computation.done):
+            future.set_running_or_notify_cancel()  # a computation under way cannot be cancelled, only stopped
         with self._lock:
             if not self.alive:
                 return None
-            self._queue.put((future, (serial, function, args)))
-        return future
+            self._queue.put((computation, (serial, function, args)))
+        return computation
 
     def close(self) -> None:
         """The worker ends once its computation does (stopped or not); nothing waits for it."""
@@ -146,22 +178,25 @@ class _Worker:
 
     def _carry(self) -> None:
         while (item := self._queue.get()) is not None:
-            future, request = item
+            computation, request = item
             try:
                 self._requests.send(request)
                 log.debug("computation %d sent to the %s process %d", request[0], self.name, self._process.pid)
+                self._results.recv()  # _STARTED
+                self.warm = True
+                computation.started.set_result(None)
                 succeeded, value = self._results.recv()
             except (EOFError, OSError) as error:
-                self._died(future, error)
+                self._died(computation, error)
                 return
             except Exception as error:  # pickle could not send the computation or read its result
-                future.set_exception(error)
+                _fail(computation, error)
                 continue
-            (future.set_result if succeeded else future.set_exception)(value)
+            (computation.done.set_result if succeeded else computation.done.set_exception)(value)
         self._requests.close()  # the worker reads an end of file and ends
         self._results.close()
 
-    def _died(self, future: Future, error: BaseException) -> None:
+    def _died(self, computation: _Computation, error: BaseException) -> None:
         self._process.join(1)  # it is gone (its pipe closed): reaped here, and its exit code read
         expected = _python_exits.is_set() or self.killed  # ended by Python's exit or by `kill`
         log.log(
@@ -173,29 +208,36 @@ class _Worker:
         )
         with self._lock:
             self.alive = False
-            queued = [(future, None)]
+            queued = [(computation, None)]
             while not self._queue.empty():
                 queued.append(self._queue.get())
         for item in queued:
             if item is not None:  # None: close() asked the courier to end
-                item[0].set_exception(WorkerDied())
+                _fail(item[0], WorkerDied())
         self._requests.close()
         self._results.close()
+
+
+def _fail(computation: _Computation, error: BaseException) -> None:
+    for future in (computation.started, computation.done):
+        if not future.done():
+            future.set_exception(error)
 
 
 @dataclass(frozen=True)
 class _Running:
     owner: object  # who asked for it: a stop names it
     serial: int
-    future: Future
+    future: Future  # its result
     worker: _Worker  # the one it runs in
 
 
 class DiagnosisProcess:
     """One worker process, one computation at a time, each stoppable from the event loop."""
 
-    def __init__(self, name: str = "diagnostics") -> None:
+    def __init__(self, name: str = "diagnostics", deadline: float | None = None) -> None:
         self._name = name  # the process's, in log lines
+        self._deadline = deadline  # seconds a computation may take once acknowledged; None: no bound
         self._context = multiprocessing.get_context("spawn")
         self._worker: _Worker | None = None
         self._serials = itertools.count(1)
@@ -206,19 +248,40 @@ class DiagnosisProcess:
         """`function(*args, cancelled)` in the worker, once the computation before it has ended: its
         result, or its exception (jsonfix.Cancelled once `stop(owner)` stopped it). `function` must be
         importable by name (pickle sends the reference); so must `args`' types. WorkerDied when the
-        worker dies meanwhile (or is killed). A caller cancelled while its computation runs kills the
-        worker: no one would read the result."""
+        worker dies meanwhile (or is killed), WorkerTimedOut when it overran the deadline (and was killed).
+        A caller cancelled while its computation runs kills the worker: no one would read the result."""
         async with self._turn:
             serial = next(self._serials)
-            worker, future = self._submit(serial, function, args)
-            self._running = _Running(owner, serial, future, worker)
+            worker, computation = self._submit(serial, function, args)
+            self._running = _Running(owner, serial, computation.done, worker)
             try:
-                return await asyncio.wrap_future(future)
+                return await self._result(owner, computation)
             except asyncio.CancelledError:
                 self.kill(owner)
                 raise
             finally:
                 self._running = None
+
+    async def _result(self, owner: object, computation: _Computation) -> Any:
+        if self._deadline is None:
+            return await asyncio.wrap_future(computation.done)
+        loop = asyncio.get_running_loop()
+        since = loop.time()
+        await self._within(owner, computation.started, self._deadline if computation.warm else STARTUP_S)
+        if not computation.warm:
+            since = loop.time()  # a fresh worker's start-up is not the computation's
+        return await self._within(owner, computation.done, since + self._deadline - loop.time())
+
+    async def _within(self, owner: object, future: Future, seconds: float) -> Any:
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), max(seconds, 0.0))
+        except TimeoutError:
+            if future.done():  # it came as the bound ran out: the worker answered
+                return future.result()
+            bound = f"the {self._name} process gave no result within {self._deadline:g} s"
+            log.warning("%s: killed; the next computation starts a new one", bound)
+            self.kill(owner)
+            raise WorkerTimedOut(f"{bound} (--worker-timeout); it was replaced") from None
 
     def stop(self, owner: object) -> bool:
         """Stops the computation `owner` asked for if it is running (it ends at its next check, raising
@@ -250,11 +313,11 @@ class DiagnosisProcess:
             self._worker.close()
             self._worker = None
 
-    def _submit(self, serial: int, function: Callable[..., T], args: tuple) -> tuple[_Worker, Future]:
+    def _submit(self, serial: int, function: Callable[..., T], args: tuple) -> tuple[_Worker, _Computation]:
         if self._worker is not None and self._worker.died_idle():
             self._worker.close()  # its courier, waiting for work, ends
             self._worker = None
-        if self._worker is not None and (future := self._worker.submit(serial, function, args)) is not None:
-            return self._worker, future
+        if self._worker is not None and (computation := self._worker.submit(serial, function, args)) is not None:
+            return self._worker, computation
         self._worker = _Worker(self._context, self._name)  # the first computation, or the one after a worker died
         return self._worker, self._worker.submit(serial, function, args)

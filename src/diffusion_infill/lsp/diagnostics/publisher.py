@@ -13,7 +13,9 @@ least as long as the document's last computation took, so typing in a large one 
 computation after computation), for the text of that version, and publishes them only if the
 document still has that version, at most `MAX_ITEMS` of them; Markdown documents over
 `MAX_CHARS` and JSON ones over `MAX_JSON_CHARS` get none. A newer version stops a JSON
-computation under way (Markdown's runs to its end, unpublished).
+computation under way (Markdown's runs to its end, unpublished). A computation past the worker deadline
+(`serve --worker-timeout`: a stopped or runaway process) has its process replaced and the document checked
+again, once per version: a version that overruns twice waits for the next edit.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Protocol
 from lsprotocol import types
 
 from diffusion_infill.engine.repair import jsonfix, markdown_rules
-from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied
+from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied, WorkerTimedOut
 from diffusion_infill.lsp.languages import JSON_LANGUAGES, JSONC_LANGUAGES, MARKDOWN_LANGUAGES, SOURCE
 from diffusion_infill.lsp.text.documents import Document, Documents
 from diffusion_infill.lsp.text.rope import Rope
@@ -51,7 +53,7 @@ def _range(document: Document, start: int, end: int, encoding: str) -> types.Ran
 
 
 @dataclass(frozen=True)
-class _Found:
+class _DocumentProblem:
     """One problem, before its offsets become an LSP range."""
 
     start: int
@@ -61,18 +63,18 @@ class _Found:
     code: str
 
 
-def _found(document: Document, cancelled: Callable[[], bool]) -> list[_Found]:
+def _problems(document: Document, cancelled: Callable[[], bool]) -> list[_DocumentProblem]:
     text = str(document.text)
     if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES and text.strip():
         if document.language_id in JSONC_LANGUAGES:
             text = jsonfix.strip_jsonc(text)  # same offsets
         return [
-            _Found(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
+            _DocumentProblem(item.start, item.end, item.message, types.DiagnosticSeverity.Error, "json")
             for item in jsonfix.damage(text, cancelled)
         ]
     if document.language_id in MARKDOWN_LANGUAGES:
         return [
-            _Found(
+            _DocumentProblem(
                 problem.start,
                 problem.end,
                 problem.message,
@@ -92,8 +94,8 @@ def diagnose(document: Document, encoding: str, cancelled: Callable[[], bool] = 
     """The problems of a JSON or Markdown document, the first MAX_ITEMS of them and one that counts
     the rest (an editor lists them all, and no one reads 4,000); empty for other languages.
     jsonfix.Cancelled once `cancelled()` says so (JSON only: the Markdown rules are not asked)."""
-    found = _found(document, cancelled)
-    shown, rest = found[:MAX_ITEMS], found[MAX_ITEMS:]
+    problems = _problems(document, cancelled)
+    shown, rest = problems[:MAX_ITEMS], problems[MAX_ITEMS:]
     if rest:
         more = f"{len(rest):,} more problems from here on are not listed"
         shown.append(replace(rest[0], message=f"{more} (the first: {rest[0].message})"))
@@ -163,13 +165,14 @@ class Host(Protocol):
 class Publisher:
     """Diagnostics per document: debounced, computed in another process, never for a stale version."""
 
-    def __init__(self, ls: Host):
+    def __init__(self, ls: Host, deadline: float | None = None):
         self._ls = ls
         # One process is enough: each document computes only its latest version, one at a time.
-        self._process = DiagnosisProcess()
+        self._process = DiagnosisProcess("diagnostics", deadline)  # deadline: seconds a computation may take
         self._pending: dict[str, asyncio.Task] = {}  # per URI: waiting out the burst, or computing
         self._too_large: set[str] = set()  # URIs already told they get no diagnostics
         self._took: dict[str, float] = {}  # per URI: seconds its last computation took
+        self._overran: dict[str, int] = {}  # per URI: the version whose computation overran the deadline
         self._shut_down = False
 
     def schedule(self, document: Document) -> None:
@@ -188,6 +191,7 @@ class Publisher:
             return
         self._too_large.discard(document.uri)
         self._took.pop(document.uri, None)
+        self._overran.pop(document.uri, None)
         self._send(document.uri, [], None)
 
     def shutdown(self) -> None:
@@ -228,6 +232,9 @@ class Publisher:
         except jsonfix.Cancelled:
             log.debug("stopped diagnosing %s version %d", payload.uri, payload.version)
             return None
+        except WorkerTimedOut as overran:
+            self._again(payload, str(overran))
+            return None
         except WorkerDied:
             message = (
                 f"diffusion-infill: could not check {payload.uri} version {payload.version}: the diagnostics "
@@ -244,6 +251,22 @@ class Publisher:
             diagnosed.seconds,
         )
         return diagnosed.diagnostics
+
+    def _again(self, payload: Payload, why: str) -> None:
+        """The computation overran the deadline: the version is checked again by a fresh process, once."""
+        again = self._overran.get(payload.uri) != payload.version
+        self._overran[payload.uri] = payload.version
+        then = "checking it again" if again else "the next edit checks it again"
+        message = f"diffusion-infill: could not check {payload.uri} version {payload.version}: {why}; {then}"
+        log.warning("%s", message)
+        self._ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
+        if again:  # after this task has ended: schedule replaces the document's pending task
+            asyncio.get_running_loop().call_soon(self._recheck, payload.uri, payload.version)
+
+    def _recheck(self, uri: str, version: int) -> None:
+        document = self._ls.documents.get(uri) if uri in self._pending else None  # closed meanwhile: not pending
+        if document is not None and document.version == version and self._pending[uri].done():
+            self.schedule(document)
 
     def _within_limit(self, document: Document) -> bool:
         limit = MAX_JSON_CHARS if document.language_id in JSON_LANGUAGES | JSONC_LANGUAGES else MAX_CHARS

@@ -6,7 +6,9 @@ In the server those fixes are the deterministic repairs alone (engine.repair.fix
 candidates out there), so the worker needs no model. One repair runs at a time. The repairs have no
 check to stop at, so a repair that is no longer wanted is killed with its worker (the next one starts
 another): one for a document that changed or closed since (`stop`), one for a document a newer repair
-is asked for (superseded), and one whose request the client cancelled. Its caller gets `Stopped`.
+is asked for (superseded), one whose request the client cancelled, and one that outlives the server's
+worker deadline (`serve --worker-timeout`: a stopped or runaway worker). Its caller gets `Stopped`, whose
+message says why (the bound, for the last).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from diffusion_infill.engine.repair.fixes import Fixer, FixResult, Surroundings
-from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied
+from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied, WorkerTimedOut
 from diffusion_infill.lsp.text.rope import Rope
 
 # The server's Fixer for Fix JSON and Fix Markdown: the deterministic repairs alone (lsp.completion.worker loads the
@@ -55,8 +57,8 @@ class _Request:
 class Repairs:
     """Repairs in their worker process: one at a time, the latest of each document, stoppable."""
 
-    def __init__(self) -> None:
-        self._process = DiagnosisProcess("repairs")
+    def __init__(self, deadline: float | None = None) -> None:
+        self._process = DiagnosisProcess("repairs", deadline)  # deadline: seconds a repair may take
         self._turn = asyncio.Lock()
         self._latest: dict[str, _Request] = {}  # per URI: its repair running or waiting
 
@@ -74,6 +76,8 @@ class Repairs:
                     raise Stopped(request.why)
                 try:
                     return await self._process.run(request, _repair, asked)
+                except WorkerTimedOut as overran:
+                    raise Stopped(str(overran)) from None
                 except WorkerDied:
                     raise Stopped(request.why or "the repairs process ended while repairing") from None
         finally:
