@@ -75,7 +75,7 @@ def test_excerpts_of_the_users_own_files_come_from_the_python_files_at_the_paths
         ["--files", "0"],
         ["--chars", "5"],
         ["--min-confidence", "1.5"],
-        ["--pause-ms", "50"],
+        ["--pause-ms", "0"],
         ["--settings", "[1]"],
         ["--settings", "{mode"],
         ["--paths", "no/such/folder"],
@@ -164,3 +164,44 @@ def test_drafts_painted_as_an_editor_asked_to_does_are_counted_when_the_answer_w
     [piece] = replay.excerpts(1, 120)
     painted = asyncio.run(replay.replay_model(model_dir, [piece], {}, 0, 2000, show_drafts=True))
     assert painted.counts["errors"] == 0 and painted.counts["flashed_drafts"] > 0, painted.counts
+
+
+class _SilentServer:
+    """A client whose server never answers: what the typist sends, and when it gives up."""
+
+    def __init__(self):
+        self.cancelled: list[str] = []
+        self.protocol = self
+
+    def send_request_async(self, method, params, message_id):
+        return asyncio.get_running_loop().create_future()
+
+    def notify(self, method, params):
+        self.cancelled.append(params.id)
+
+    def text_document_did_open(self, params): ...
+    def text_document_did_change(self, params): ...
+    def text_document_did_close(self, params): ...
+
+
+def test_the_typist_asks_at_once_so_an_answer_has_the_whole_pause(monkeypatch: pytest.MonkeyPatch):
+    # The clients ask at the key itself and the server debounces model runs (lsp/completion/policy.py
+    # RequestPolicy.debounce_s): the typist gives an answer the whole pause, not the pause less a client debounce.
+    budgets: list[float] = []
+
+    async def times_out(awaitable, timeout):
+        budgets.append(timeout)
+        awaitable.cancel()
+        raise asyncio.TimeoutError
+
+    monkeypatch.setattr(replay.asyncio, "wait_for", times_out)
+    server, tally = _SilentServer(), replay.Tally()
+    typist = replay.Typist(server, {}, tally, {}, pause_ms=250)
+    piece = replay.Excerpt("shapes.py:1-2", "import math\n", "def area(r):\n    return r")
+
+    asyncio.run(typist.type_excerpt(piece))
+
+    full = piece.context + piece.text
+    asked_at = [at for at in range(len(piece.text)) if replay.pauses(full, len(piece.context) + at)]
+    assert budgets == [0.25] * len(asked_at)
+    assert tally.counts["requests"] == tally.counts["late"] == len(server.cancelled) == len(asked_at)

@@ -465,7 +465,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=400,
         metavar="MS",
         help="--replay: a typist's pause at a word or line end; "
-        "an answer later than this minus the 75 ms debounce is never shown (default 400)",
+        "an answer later than this after the key that began it is never shown (default 400)",
     )
 
 

@@ -8,13 +8,17 @@ real `diffusion-infill serve` process over stdio, one character at a time, each 
 incremental `didChange`; the document starts as the file up to the excerpt, the cursor
 stays at its end.
 
-The client asks where the Neovim client (clients/nvim) asks: after its debounce
-(`DEBOUNCE_MS`, its default), which a typist outpaces inside a word and reaches where
-they pause: at a word's end, before a newline, and after a new line's indentation. Each
-pause lasts `PAUSE_MS`; an answer that has not come `PAUSE_MS - DEBOUNCE_MS` after the
-request is too late: the next keystroke cancels it (`$/cancelRequest`, as the editor
-does) and it is never shown. Idle time is skipped (the next keystroke follows an answer
-at once), since nothing happens in it: the outcomes are those of the real pace.
+The client asks as the Neovim client (clients/nvim) does by default: at once, with no timer
+of its own (the server waits its debounce, RequestPolicy.debounce_s, before a model run
+only). The typist asks where they pause: at a word's end, before a newline, and after a new
+line's indentation; each pause lasts `PAUSE_MS`, and an answer that has not come `PAUSE_MS`
+after the request (sent at the key that began the pause) is too late: the next keystroke
+cancels it (`$/cancelRequest`, as the editor does) and it is never shown. The requests the
+clients also send at the keys inside a word are not sent: the next key comes before the
+server's debounce ends, so they start no run, though one the server answers without a run
+(a document draft, its cache) would show there; the replay does not count those. Idle time
+is skipped (the next keystroke follows an answer at once), since nothing happens in it: the
+outcomes are those of the real pace.
 
 A shown suggestion (the answer's first item) is accepted when the characters the user
 types next begin with it; otherwise by accept-line (its first line, when it has several)
@@ -68,7 +72,6 @@ from diffusion_infill.engine.requests import MODEL, SOURCES, InfillRequest
 from diffusion_infill.engine.training.corpus import Document, stdlib_files
 from diffusion_infill.lsp.text.window import bounded
 
-DEBOUNCE_MS = 75  # clients/nvim config.lua's default
 PAUSE_MS = 400  # a typist's pause at a word or line end, during which an answer can be shown (--pause-ms)
 REPLAY_SEED = 20261203  # which files are reported; tuning files (diffusion_infill.bench.calibrate) come from the rest
 TUNING_OFFSET = 100  # tuning files are the shuffled pool's files from this index on
@@ -170,7 +173,7 @@ def excerpts(files: int, chars: int, tuning: bool = False, paths: list[Path] | N
 
 
 def pauses(text: str, at: int) -> bool:
-    """Whether the typist pauses (past the debounce) with the cursor after text[:at], before text[at]:
+    """Whether the typist pauses (past the server's debounce) with the cursor after text[:at], before text[at]:
     at a word's end, before a newline, or after a line's indentation."""
     if at == 0 or at >= len(text):
         return False
@@ -234,9 +237,12 @@ class Typist:
         finals: dict[tuple[str, int], dict],
         tally: Tally,
         drafts: dict[tuple[str, int], list[str]],
+        pause_ms: int = PAUSE_MS,
         show_drafts: bool = False,
     ):
         self.client, self.finals, self.tally = client, finals, tally
+        # The client asks at once, at the key that begins the pause: the answer has the whole pause.
+        self.budget_s = pause_ms / 1000
         self.drafts, self.show_drafts = drafts, show_drafts  # the non-final drafts of each (uri, version)
         self.documents = 0
 
@@ -275,7 +281,7 @@ class Typist:
         items = answer.items if isinstance(answer, types.InlineCompletionList) else (answer or [])
         return list(items), latency_ms
 
-    async def type_excerpt(self, piece: Excerpt, budget_s: float) -> None:
+    async def type_excerpt(self, piece: Excerpt) -> None:
         self.documents += 1
         uri = f"file:///replay/{self.documents}/{piece.name.rsplit(':', 1)[0].replace('/', '_')}"
         document, version = piece.context, 1
@@ -285,7 +291,7 @@ class Typist:
         full, at = piece.context + piece.text, 0
         while at < len(piece.text):
             if pauses(full, len(piece.context) + at):
-                taken = await self._suggestion(uri, document, version, piece.text[at:], budget_s)
+                taken = await self._suggestion(uri, document, version, piece.text[at:])
                 self.tally.log[-1].update(excerpt=piece.name, at=at)
                 if taken:
                     version += 1
@@ -297,14 +303,14 @@ class Typist:
             document, at = document + piece.text[at], at + 1
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
 
-    async def _suggestion(self, uri: str, document: str, version: int, upcoming: str, budget_s: float) -> str:
+    async def _suggestion(self, uri: str, document: str, version: int, upcoming: str) -> str:
         """Asks at the cursor; returns the text the user accepts ('' when none)."""
         counts = self.tally.counts
         counts["requests"] += 1
         entry = {"before": document[-1:], "outcome": "none", "shown": ""}
         self.tally.log.append(entry)
         try:
-            asked = await self.ask(uri, document, budget_s)
+            asked = await self.ask(uri, document, self.budget_s)
         except Exception:  # a JSON-RPC error answer: counted, the replay goes on
             counts["errors"] += 1
             entry["outcome"] = "error"
@@ -401,10 +407,10 @@ async def replay_model(
         assert process is not None
         try:
             await _warm_up(client)
-            typist = Typist(client, finals, tally, drafts, show_drafts)
+            typist = Typist(client, finals, tally, drafts, pause_ms, show_drafts)
             before = cpu_seconds(process.pid)
             for piece in pieces:
-                await typist.type_excerpt(piece, (pause_ms - DEBOUNCE_MS) / 1000)
+                await typist.type_excerpt(piece)
             tally.cpu_s = cpu_seconds(process.pid) - before
         finally:
             await client.shutdown_async(None)
@@ -512,8 +518,6 @@ def _bad_arguments(args) -> str | None:
         return "--chars must be at least 20"
     if args.min_confidence is not None and not 0 <= args.min_confidence <= 1:
         return "--min-confidence must be from 0 to 1"
-    if args.pause_ms <= DEBOUNCE_MS:
-        return f"--pause-ms must be more than the {DEBOUNCE_MS} ms debounce"
     for path in args.paths or []:
         if not path.exists():
             return f"--paths: {path} does not exist"
