@@ -81,8 +81,9 @@ def main(args: argparse.Namespace) -> int:
     from diffusion_infill.engine.remote.settings import Credentials
     from diffusion_infill.lsp.completion.current_engine import TorchStart
     from diffusion_infill.lsp.completion.telemetry import default_path
-    from diffusion_infill.lsp.server import ServeOptions, create_server
+    from diffusion_infill.lsp.server import ServeOptions, create_server, end_session
     from diffusion_infill.lsp.settings import ServerSettings
+    from diffusion_infill.lsp.transport import tcp
 
     settings = ServerSettings(
         model=args.model,
@@ -100,21 +101,19 @@ def main(args: argparse.Namespace) -> int:
         invoked_timeout=args.invoked_timeout,
     )
     credentials = Credentials.from_environment(args.url)
-    server = create_server(
-        ServeOptions(
-            settings,
-            args.telemetry or default_path(),
-            args.trust_remote_code,
-            credentials,
-            TorchStart(args.seed, args.threads),
-            args.worker_timeout,
-        )
+    options = ServeOptions(
+        settings,
+        args.telemetry or default_path(),
+        args.trust_remote_code,
+        credentials,
+        TorchStart(args.seed, args.threads),
+        args.worker_timeout,
     )
     if address is None:
-        server.start_io()
+        create_server(options).start_io()
     else:
-        # pygls says where it listens at INFO ("Serving on (host, port)"): with --tcp 0 that line is
+        # the listener says where it listens at INFO ("Serving on (host, port)"): with --tcp 0 that line is
         # the only way to learn the port, and no editor files this stderr as errors.
-        logging.getLogger("pygls.server").setLevel(logging.INFO)
-        server.start_tcp(*address)
+        logging.getLogger(tcp.__name__).setLevel(logging.INFO)
+        tcp.Listener(lambda: create_server(options), end_session).serve(*address)
     return 0

@@ -365,6 +365,14 @@ def shutdown(ls: InfillServer, params: Any) -> None:
     ls.shut_down = True
 
 
+def end_session(ls: InfillServer) -> None:
+    """The client closed its TCP connection (lsp.transport.tcp): what its session holds is freed, as at shutdown,
+    and its model load ends before the next session's starts (two loads at once in a process fail)."""
+    if not ls.shut_down:
+        shutdown(ls, None)
+    ls.worker.shutdown(wait=True)
+
+
 def exit_now(ls: InfillServer, params: Any) -> None:
     """exit: ends the process now. Python's own exit would first wait for the engine thread, which may
     be seconds into a model load; nothing it does needs finishing (the acceptance counts not yet written are,

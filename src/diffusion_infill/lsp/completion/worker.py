@@ -93,8 +93,9 @@ class EngineWorker:
         """Runs a code action's engine work (`action` on the current Fixer) after the jobs queued before it."""
         return self._executor.submit(lambda: action(self._current.fixer))
 
-    def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, wait: bool = False) -> None:
+        """Queued work is dropped; `wait`: until the running job (a model load included) has ended."""
+        self._executor.shutdown(wait=wait, cancel_futures=True)
 
     def _complete(self, job: Job) -> list[Draft] | None:
         try:
