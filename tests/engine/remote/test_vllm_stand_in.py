@@ -16,16 +16,26 @@ from diffusion_infill.engine.settings import EngineSettings
 PATIENT = 60.0
 
 
+# what engine_for opened in the running test: closed after it, whether or not it passed
+_opened: list[VllmStandIn | RemoteEngine] = []
+
+
 @pytest.fixture(autouse=True)
 def _fresh_probes():
     forget_servers()  # each test's server is new; probes are kept per URL for the process
     yield
+    while _opened:
+        _opened.pop().close()  # engines first (opened last), then their servers
     forget_servers()
 
 
 def engine_for(server: VllmStandIn, mode: str = "multi-line", **overrides) -> RemoteEngine:
     values = {"timeout": PATIENT, "invoked_timeout": PATIENT, **overrides}
-    return RemoteEngine(RemoteSettings(server.url, "diffusiongemma", **values), EngineSettings(mode=mode))
+    engine = RemoteEngine(RemoteSettings(server.url, "diffusiongemma", **values), EngineSettings(mode=mode))
+    if server not in _opened:
+        _opened.append(server)
+    _opened.append(engine)
+    return engine
 
 
 def final(engine: RemoteEngine, prefix: str, suffix: str) -> str:
@@ -38,8 +48,6 @@ def test_the_probe_tells_each_build_without_generating_a_canvas():
         engine = engine_for(server)
         assert engine.probe() == expected
         assert server.generated == 0  # both probes were refused before any canvas
-        engine.close()
-        server.close()
 
 
 def test_the_probe_is_kept_per_server():
@@ -49,25 +57,18 @@ def test_the_probe_is_kept_per_server():
     asked = len(server.bodies)
     second = engine_for(server)  # e.g. the language server's engine renewed, or `fix` after `complete`
     assert second.probe() == "diffusion" and len(server.bodies) == asked
-    first.close()
-    second.close()
-    server.close()
 
 
 def test_a_multi_line_canvas_at_the_end_of_a_file_keeps_every_line():
     server = VllmStandIn(lambda prompt, seed: "    x = 1\n    y = 2", pull_request=True)
     engine = engine_for(server)
     assert final(engine, "def f():\n", "\n") == "    x = 1\n    y = 2"  # the strip lost "    y = 2"
-    engine.close()
-    server.close()
 
 
 def test_an_empty_insertion_does_not_repeat_the_text_after_the_cursor():
     server = VllmStandIn(lambda prompt, seed: "", pull_request=True)
     engine = engine_for(server)
     assert final(engine, "def f(c):\n    c += 1", "\n    return c\n") == ""
-    engine.close()
-    server.close()
 
 
 def test_a_head_not_read_back_verbatim_is_still_cut():
@@ -77,8 +78,6 @@ def test_a_head_not_read_back_verbatim_is_still_cut():
     )
     engine = engine_for(server, mode="single-line")
     assert final(engine, "    ", ")\n    return total\n") == "total += 1"
-    engine.close()
-    server.close()
 
 
 def test_canvas_readback_rules():
@@ -94,8 +93,6 @@ def test_every_chat_request_turns_thinking_off():
     assert final(engine, "x = ", "\n") == "1"  # thinking on, the answer would be reasoning_content only
     chats = [body for body in server.bodies if "messages" in body]
     assert chats and all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in chats)
-    engine.close()
-    server.close()
 
 
 def test_a_released_vllm_answers_chat_with_one_whole_canvas_and_a_leading_newline_kept():
@@ -103,8 +100,6 @@ def test_a_released_vllm_answers_chat_with_one_whole_canvas_and_a_leading_newlin
     engine = engine_for(server)
     assert final(engine, "def f(x):", "\n") == "\n    return x"
     assert server.generated == 1  # the completion's canvas, nothing for the probe
-    engine.close()
-    server.close()
 
 
 def test_fim_is_accepted_by_a_diffusion_server():
@@ -115,8 +110,6 @@ def test_fim_is_accepted_by_a_diffusion_server():
     assert final(engine, "y = ", "\n") == "1"
     completions = [body for body in server.bodies if "prompt" in body and "model" in body and body.get("stream")]
     assert [("temperature" in body) for body in completions] == [True, False, False]  # refused once, then known
-    engine.close()
-    server.close()
 
 
 def test_a_refused_request_is_one_error_naming_the_url():
@@ -124,5 +117,3 @@ def test_a_refused_request_is_one_error_naming_the_url():
     engine = engine_for(server, prompt_format="diffusion", max_tokens=0)  # a canvas shorter than asked: refused
     with pytest.raises(RemoteError, match=rf"^{server.url} answered 400"):
         list(engine.complete(InfillRequest("x = ", "")))
-    engine.close()
-    server.close()
