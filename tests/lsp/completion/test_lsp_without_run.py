@@ -6,11 +6,12 @@ from __future__ import annotations
 from samples import RESETTING as CLASS  # the draft `self.items` gets is estimated at 0.88
 
 from diffusion_infill.engine.requests import DOCUMENT, MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion.policy import OPEN, Gate, RequestTerms
 from diffusion_infill.lsp.completion.suggestion_cache import Suggestion
 from diffusion_infill.lsp.completion.triggers import Trigger
-from diffusion_infill.lsp.completion.without_run import Answer, RequestTerms, WithoutRun
+from diffusion_infill.lsp.completion.without_run import Answer, WithoutRun
 
-TYPING = RequestTerms(threshold=0.5, trigger=Trigger.AUTOMATIC, document_drafts=True, calibrated=True, quiet_after=":")
+TYPING = RequestTerms(gate=Gate(0.5), trigger=Trigger.AUTOMATIC, document_drafts=True, calibrated=True, quiet_after=":")
 
 
 def test_the_same_context_comes_first_then_the_document_draft():
@@ -26,13 +27,13 @@ def test_a_document_draft_needs_an_automatic_single_item_request_a_calibrated_mo
     request = InfillRequest(CLASS, "\n", "python")
     assert WithoutRun().answer(request, TYPING).kept.source == DOCUMENT
     for asked in (
-        RequestTerms(2, 0.5, Trigger.AUTOMATIC, True, True),
-        RequestTerms(1, 0.5, Trigger.INVOKED, True, True),
-        RequestTerms(1, 0.5, Trigger.AUTOMATIC, False, True),
-        RequestTerms(1, 0.5, Trigger.AUTOMATIC, True, False),
+        RequestTerms(2, Gate(0.5), Trigger.AUTOMATIC, True, True),
+        RequestTerms(1, Gate(0.5), Trigger.INVOKED, True, True),
+        RequestTerms(1, Gate(0.5), Trigger.AUTOMATIC, False, True),
+        RequestTerms(1, Gate(0.5), Trigger.AUTOMATIC, True, False),
     ):
         assert WithoutRun().answer(request, asked) == Answer(None, run=True)
-    under = RequestTerms(1, 0.9, Trigger.AUTOMATIC, True, True)  # the draft's estimate is under 0.9
+    under = RequestTerms(1, Gate(0.9), Trigger.AUTOMATIC, True, True)  # the draft's estimate is under 0.9
     assert WithoutRun().answer(request, under) == Answer(None, run=True)
 
 
@@ -52,7 +53,7 @@ def test_one_not_shown_is_typed_along_by_a_warm_start_of_the_run():
 def test_a_quiet_character_answers_nothing_unless_the_cache_knows_better():
     policy = WithoutRun()
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), TYPING) == Answer(None, run=False)
-    invoked = RequestTerms(3, 0.0, quiet_after=":")
+    invoked = RequestTerms(3, OPEN, quiet_after=":")
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), invoked) == Answer(None, run=True)
     policy.remember(InfillRequest("def f(x)", "\n", "python"), Suggestion(": pass", 0.9))
     assert policy.answer(InfillRequest("def f(x):", "\n", "python"), TYPING).kept.text == " pass"

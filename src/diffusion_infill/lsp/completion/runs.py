@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 
 from lsprotocol.types import Position
 
-from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.items import SelectedEntry
 from diffusion_infill.lsp.completion.policy import RequestPolicy
@@ -137,7 +136,7 @@ class Runs:
         item the steps that wrote it."""
         self.invalidate(key.uri)
         final = _kept_draft(kept, _since(started))
-        offered = [final] if clears_gate(final.confidence, self.policy.threshold(key.trigger)) else []
+        offered = [final] if self.policy.gate_for(key.trigger).passes(final.confidence) else []
         self._done[key.uri] = (key, offered)
         answer = replace(final, step=0, text=final.text if offered else "")
         self._notify(key, position, answer, _since(started), offered)
@@ -197,11 +196,11 @@ class Runs:
 
     def _answered(self, run: Run, finals: list[Draft]) -> list[Draft]:
         """Records the result and notifies the converged text, so drafts end where the answer is;
-        returns the completions offered (those the confidence threshold lets through)."""
+        returns the completions offered (those the policy's gate lets through)."""
         finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
-        threshold = self.policy.threshold(run.key.trigger)
-        offered = [draft for draft in finals if clears_gate(draft.confidence, threshold)]
+        gate = self.policy.gate_for(run.key.trigger)
+        offered = [draft for draft in finals if gate.passes(draft.confidence)]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
             self._no_run.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.lru import Lru
 from diffusion_infill.engine.requests import MODEL, TYPED_ALONG, InfillRequest
+from diffusion_infill.lsp.completion.policy import OPEN, Gate
 
 CACHE_SIZE = 32  # contexts kept, across documents
 
@@ -50,21 +50,21 @@ class SuggestionCache:
     def clear(self) -> None:
         self._entries.clear()
 
-    def lookup(self, request: InfillRequest, threshold: float) -> Suggestion | None:
+    def lookup(self, request: InfillRequest, gate: Gate) -> Suggestion | None:
         """The completion kept for this very context (shown or not: it is the engine's answer), else the
-        rest of the latest kept completion that clears `threshold` and that the user has typed along
+        rest of the latest kept completion that passes `gate` and that the user has typed along
         since; None when neither exists."""
         # a look that leaves the order alone: typing along follows the completions stored last
         exact = self._entries.peek((request.prefix, request.suffix, request.language))
         if exact is not None:
             return exact
-        return self.typed_along(request, threshold)
+        return self.typed_along(request, gate)
 
-    def typed_along(self, request: InfillRequest, threshold: float | None = None) -> Suggestion | None:
-        """The rest of the latest kept completion typed along at `request` that clears `threshold`
-        (None: shown or not, as a warm start wants it)."""
+    def typed_along(self, request: InfillRequest, gate: Gate = OPEN) -> Suggestion | None:
+        """The rest of the latest kept completion typed along at `request` that passes `gate` (OPEN: shown or
+        not, as a warm start wants it)."""
         for context, kept in self._entries.newest_first():
-            if threshold is not None and not clears_gate(kept.confidence, threshold):
+            if not gate.passes(kept.confidence):
                 continue
             if (left := rest(_request(context), kept.text, request)) is not None:
                 return Suggestion(left, kept.confidence, TYPED_ALONG, kept.steps)

@@ -24,23 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffusion_infill.engine.completion import repeated_text
-from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import DOCUMENT, InfillRequest
 from diffusion_infill.lsp.completion import triggers
+from diffusion_infill.lsp.completion.policy import Gate, RequestTerms
 from diffusion_infill.lsp.completion.suggestion_cache import Suggestion, SuggestionCache
 from diffusion_infill.lsp.completion.triggers import Trigger
-
-
-@dataclass(frozen=True)
-class RequestTerms:
-    """What the policy needs to know of a request besides its text."""
-
-    samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
-    threshold: float = 0.0  # the confidence an offered completion needs
-    trigger: Trigger = Trigger.INVOKED
-    document_drafts: bool = False  # the document's draft may answer (the setting; not if the engine judges lines)
-    calibrated: bool = False  # the model's completions have calibrated estimates
-    quiet_after: str = ""  # characters after which an automatic request runs nothing
 
 
 @dataclass(frozen=True)
@@ -57,9 +45,9 @@ class WithoutRun:
         self.cache = cache or SuggestionCache()
 
     def answer(self, request: InfillRequest, terms: RequestTerms) -> Answer:
-        kept = self.cache.lookup(request, terms.threshold)
+        kept = self.cache.lookup(request, terms.gate)
         if kept is None and terms.samples == 1 and self._drafts_apply(terms):
-            kept = self._document_draft(request, terms.threshold)
+            kept = self._document_draft(request, terms.gate)
         if kept is not None:
             return Answer(kept, run=terms.samples > 1)
         if terms.trigger is Trigger.AUTOMATIC and triggers.quiet(request.prefix, terms.quiet_after):
@@ -78,13 +66,13 @@ class WithoutRun:
     def _drafts_apply(terms: RequestTerms) -> bool:
         return terms.trigger is Trigger.AUTOMATIC and terms.document_drafts and terms.calibrated
 
-    def _document_draft(self, request: InfillRequest, threshold: float) -> Suggestion | None:
-        """The document's draft at the cursor when its estimate clears `threshold`, kept for typing along."""
+    def _document_draft(self, request: InfillRequest, gate: Gate) -> Suggestion | None:
+        """The document's draft at the cursor when its estimate passes `gate`, kept for typing along."""
         draft = repeated_text.offer(request)
         if draft is None:
             return None
         found = Suggestion(draft.text, repeated_text.estimate(draft, request.prefix), DOCUMENT)
-        if not clears_gate(found.confidence, threshold):
+        if not gate.passes(found.confidence):
             return None
         self.cache.store(request, found)
         return found
