@@ -3,11 +3,12 @@ which characters an as-you-type request runs nothing, and what confidence an off
 
 Each of these depends on a setting and on the model: its calibration (the threshold and the quiet
 characters chosen with it; known from the file beside a local checkpoint's weights while they load) and
-whether it judges copied lines itself (known once loaded). The server builds one frozen RequestPolicy
-from both at each settings change and at each model load's start and end (lsp.server), and every
-decision reads it: the inlineCompletion handler (which documents a request carries), lsp.completion.runs
-(what answers without a run, the gate after a run). The gate itself is one rule, `Gate.passes`, which every
-answer goes through: a run's completions, a kept one answered again, a rest typed along, a document draft.
+whether it judges copied lines itself (known once loaded). One frozen RequestPolicy is built from both
+at each settings change and at each model load's start and end (lsp.model_lifecycle), kept by the runs
+(lsp.completion.runs.Runs.adopt), and every decision reads it: the inlineCompletion handler (which
+documents a request carries), lsp.completion.runs (what answers without a run, the gate after a run).
+The gate itself is one rule, `Gate.passes`, which every answer goes through: a run's completions, a kept one
+answered again, a rest typed along, a document draft.
 The engine's own permission to copy lines is the same `documentDrafts` setting (EngineSettings.document_drafts,
 given at load time): whether it answers from them is its judge's (engine.completion.judge), and the
 autoregressive baseline uses them only to decode faster (prompt lookup).

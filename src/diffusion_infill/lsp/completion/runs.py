@@ -40,6 +40,7 @@ from diffusion_infill.lsp.completion.sampling import Job
 from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.lsp.completion.worker import EngineWorker
+from diffusion_infill.lsp.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,8 @@ class Runs:
     def __init__(self, worker: EngineWorker, publish: Publish, policy: RequestPolicy | None = None):
         self._worker = worker
         self._publish = publish
-        # The server's, replaced at each settings change (which clears every run and result) and model load;
-        # read when applied: a request asked while the model loads is gated as the loaded model's.
+        # The one request policy (the server reads it here), replaced at each settings change and model load
+        # (adopt); read when applied: a request asked while the model loads is gated as the loaded model's.
         self.policy = policy or RequestPolicy()
         self._live: dict[str, Run] = {}
         self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
@@ -110,6 +111,11 @@ class Runs:
             raise
         run.waiters -= 1
         return finals or []
+
+    def adopt(self, settings: ServerSettings) -> None:
+        """The request policy of `settings` and of what the worker knows of the model (lsp.completion.policy):
+        built at each settings change and at each model load's start and end, read by every request."""
+        self.policy = RequestPolicy.of(settings, self._worker.calibration, self._worker.judges_lines)
 
     def invalidate(self, uri: str) -> None:
         """The document changed or closed: its live run stops and answers empty, its result is dropped."""
