@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 
 class Kept(Protocol):
+    """Results kept for the model that computed them: another model makes them stale."""
+
     def clear(self) -> None: ...
 
 
