@@ -1,0 +1,76 @@
+"""scripts/typing_bench.py's own logic, with no editor: the keys it types, one pace's row from the
+per-key times, the server's -v log read for requests and runs, and its command line's bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "typing_bench.py"
+spec = importlib.util.spec_from_file_location("typing_bench", SCRIPT)
+typing_bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(typing_bench)
+
+
+def test_the_lines_are_typed_a_character_a_key_with_a_new_line_and_its_indent_cleared_between():
+    keys = typing_bench.key_sequence(["  a(", "  b"])
+    assert keys == [" ", " ", "a", "(", typing_bench.NEW_LINE, typing_bench.CLEAR_INDENT, " ", " ", "b"]
+    assert typing_bench.editor_keys(keys, "nvim")[4:6] == ["Enter", "C-u"]  # tmux's names
+    assert typing_bench.editor_keys(keys, "vscode")[4:6] == ["Enter", "Control+Backspace"]  # Playwright's
+    assert typing_bench.editor_keys(keys, "vscode")[:4] == [" ", " ", "a", "("]
+
+
+def test_the_task_is_the_body_of_fill_which_wrap_has_a_few_lines_up():
+    document, typed = typing_bench.typing_task()
+    assert typed[0] in document.split("\n")  # the first line the file already holds
+    assert typed == ["    w = TextWrapper(width=width, **kwargs)", "    return w.fill(text)"]
+    assert len(typing_bench.key_sequence(typed)) == 67  # 65 characters, a new line and its indent cleared
+
+
+def test_a_row_counts_the_keys_with_ghost_text_and_takes_nearest_rank_percentiles_of_their_times():
+    shown = [None, 10.0, 200.0, None, 30.0, 20.0]
+    row = typing_bench.summary("vscode", 150, shown, requests=4, runs=2)
+    assert row == {
+        "editor": "vscode",
+        "pace_ms": 150,
+        "keys": 6,
+        "keys_with_ghost": 4,
+        "key_to_ghost_ms_p50": 30.0,  # 10, 20, 30, 200: the rank round(0.5 * 3) = 2
+        "key_to_ghost_ms_p95": 200.0,
+        "requests": 4,
+        "runs": 2,
+        "ghost_keys": [1, 2, 4, 5],
+    }
+    assert typing_bench.summary("nvim", 100, [None, None], 0, 0)["key_to_ghost_ms_p50"] is None
+
+
+# As the server writes them with -v: lsp/server.py's inline_completion, lsp/completion/worker.py's _complete.
+LOG = """\
+2026-12-07 11:40:01.120 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 40:5 automatic
+2026-12-07 11:40:01.210 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 3 finished after 0 denoising \
+steps; totals: 12 steps in 3 completions
+2026-12-07 11:40:01.270 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 40:6 automatic
+2026-12-07 11:40:01.400 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 4 cancelled after 2 denoising \
+steps; totals: 14 steps in 4 completions
+2026-12-07 11:40:01.900 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 5 finished after 9 denoising \
+steps; totals: 23 steps in 5 completions
+2026-12-07 11:40:02.000 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 41:0 invoked
+"""
+
+
+def test_the_log_gives_the_requests_and_the_runs_that_took_a_denoising_step_finished_or_cancelled():
+    assert typing_bench.server_counts(LOG) == (3, 2)
+    assert typing_bench.server_counts("") == (0, 0)
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_bad_arguments_are_one_line_and_exit_2():
+    paces = bench("--paces", "100,fast")
+    assert paces.returncode == 2 and paces.stderr == "--paces: not a list of integers: 100,fast\n"
+    own = bench("--editor", "vscode", "--own")
+    assert own.returncode == 2 and own.stderr == "--own: Neovim's plugin only\n"
