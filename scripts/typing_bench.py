@@ -181,7 +181,8 @@ def run_vscode(pace_ms: int, checkout: Path, workdir: Path) -> dict:
     if source.read_text() != document + "\n".join(typed):  # a key VS Code took otherwise (a word suggestion's Enter)
         raise RuntimeError(f"VS Code's file is not what was typed:\n{source.read_text()[len(document) :]}")
     requests, runs = server_counts(result["bench"]["logged"])
-    return summary("vscode", pace_ms, result["bench"]["shown"], requests, runs)
+    row = summary("vscode", pace_ms, result["bench"]["shown"], requests, runs)
+    return {**row, "keys_with_word_list": sum(result["bench"]["words"])}  # VS Code's word suggestions open
 
 
 def main() -> int:

@@ -25,9 +25,10 @@
 // Suggest Now sent an Invoked request.
 // CONFIG with `bench: { file, keys, paceMs, logs, ready }` (scripts/typing_bench.py): opens `file`, waits for
 // `ready` in the logs, goes to the end of the file and presses each of `keys` (one character: typed; else a key
-// name) `paceMs` apart, then saves. Prints { bench: { shown, logged } }: `shown` one entry a key, milliseconds
+// name) `paceMs` apart, then saves. Prints { bench: { shown, words, logged } }: `shown` one entry a key, milliseconds
 // from its keydown to the first moment ghost text is on screen after that key was drawn (the cursor moved),
-// read every 5 ms in the page, before the next key (null: none was); `logged` what the logs gained meanwhile.
+// read every 5 ms in the page, before the next key (null: none was); `words` whether VS Code's word suggestions
+// were open after it; `logged` what the logs gained meanwhile.
 // CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
 // the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
@@ -253,8 +254,9 @@ const MODIFIERS = ['Control', 'Shift', 'Alt', 'Meta'];  // pressed with a key, n
 
 /** In the page: each key's keydown time and where the cursor was drawn then, and the first moment after
  * it that the cursor has moved (the key was drawn) and ghost text with a visible character is on screen. */
-function recordKeys({ ghostSelector, modifiers }) {
+function recordKeys({ ghostSelector, modifiers, wordsSelector }) {
   const editor = '.monaco-editor.focused';
+  const words = `${wordsSelector}.visible`;
   const selector = ghostSelector.split(',').map((part) => `${editor} ${part.trim()}`).join(', ');
   const cursor = () => {
     const node = document.querySelector(`${editor} .cursors-layer .cursor`);
@@ -265,13 +267,16 @@ function recordKeys({ ghostSelector, modifiers }) {
   window.benchKeys = keys;
   window.addEventListener('keydown', (event) => {
     if (!modifiers.includes(event.key)) {  // a chord is one key: Control+Backspace
-      keys.push({ t: performance.now(), at: cursor(), shown: null });
+      keys.push({ t: performance.now(), at: cursor(), shown: null, words: false });
     }
   }, true);  // capture: before the editor handles it
   setInterval(() => {
     const last = keys[keys.length - 1];
     if (last && last.shown === null && cursor() !== last.at && ghost()) {
       last.shown = performance.now() - last.t;
+    }
+    if (last && document.querySelector(words)) {
+      last.words = true;
     }
   }, 5);
 }
@@ -282,7 +287,7 @@ async function bench(page, config) {
   await openFile(page, file);
   await waitForLog(page, logs, ready);
   await page.keyboard.press('Control+End');
-  await page.evaluate(recordKeys, { ghostSelector: GHOST, modifiers: MODIFIERS });
+  await page.evaluate(recordKeys, { ghostSelector: GHOST, modifiers: MODIFIERS, wordsSelector: SUGGEST_WIDGET });
   const before = logTexts(logs);
   for (const key of keys) {
     await (key.length === 1 ? page.keyboard.type(key) : page.keyboard.press(key));
@@ -290,10 +295,11 @@ async function bench(page, config) {
   }
   await page.waitForTimeout(SETTLE_MS);  // the last answers, and the output channel written to its file
   const shown = await page.evaluate(() => window.benchKeys.map((key) => key.shown));
+  const words = await page.evaluate(() => window.benchKeys.map((key) => key.words));
   const logged = Object.entries(logTexts(logs)).map(([file, text]) => text.slice((before[file] ?? '').length)).join('');
   await page.keyboard.press('Escape');
   await save(page);
-  return { shown, logged };
+  return { shown, words, logged };
 }
 
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
