@@ -9,7 +9,8 @@ the next key, key-to-ghost p50/p95, inline completion requests sent, and model r
 - `--editor vscode`: the packaged .vsix in code-server in headless Chromium, keys through Playwright's keyboard.
   Key to ghost: from the key's keydown to the first moment, once the cursor is drawn where the key moved it,
   that VS Code's ghost text (`.ghost-text-decoration` ...) shows a character, read every 5 ms in the page;
-  requests and runs (jobs of at least one denoising step) counted from the server's `-v` log.
+  requests and runs (jobs of at least one denoising step) counted from the server's `-v` log; and the keys
+  after which VS Code's word list was open (while it is, VS Code shows only a suggestion that extends its word).
 
     .venv/bin/python scripts/typing_bench.py [--editor nvim|vscode] [--paces 100,150,400] [--checkout DIR] [--own]
 
