@@ -207,10 +207,14 @@ def main() -> int:
     checkout = args.checkout.resolve()
     for pace in paces:
         with tempfile.TemporaryDirectory() as workdir:
-            if args.editor == "vscode":
-                row = run_vscode(pace, checkout, Path(workdir))
-            else:
-                row = run_nvim(pace, checkout, not args.own, Path(workdir))
+            try:
+                if args.editor == "vscode":
+                    row = run_vscode(pace, checkout, Path(workdir))
+                else:
+                    row = run_nvim(pace, checkout, not args.own, Path(workdir))
+            except RuntimeError as error:  # code-server or the browser run failed: what they said
+                print(f"--editor {args.editor}, {pace} ms: {error}", file=sys.stderr)
+                return 1
         print(json.dumps(row), flush=True)
     return 0
 
