@@ -48,17 +48,23 @@ def test_a_row_counts_the_keys_with_ghost_text_and_takes_nearest_rank_percentile
     assert typing_bench.summary("nvim", 100, [None, None], 0, 0)["key_to_ghost_ms_p50"] is None
 
 
-# As the server writes them with -v: lsp/server.py's inline_completion, lsp/completion/worker.py's _complete.
+# As VS Code's output log holds the server's -v lines (lsp/server.py's inline_completion, lsp/completion/worker.py's
+# _complete), copied from a run of the benchmark, shortened.
 LOG = """\
-2026-12-07 11:40:01.120 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 40:5 automatic
-2026-12-07 11:40:01.210 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 3 finished after 0 denoising \
-steps; totals: 12 steps in 3 completions
-2026-12-07 11:40:01.270 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 40:6 automatic
-2026-12-07 11:40:01.400 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 4 cancelled after 2 denoising \
-steps; totals: 14 steps in 4 completions
-2026-12-07 11:40:01.900 [info] DEBUG diffusion_infill.lsp.completion.worker: completion 5 finished after 9 denoising \
-steps; totals: 23 steps in 5 completions
-2026-12-07 11:40:02.000 [info] DEBUG diffusion_infill.lsp.server: inlineCompletion file:///w/typed.py 41:0 invoked
+2026-12-07 11:28:10.477 [error] 2026-12-07 11:28:10,476 diffusion_infill.lsp.server DEBUG inlineCompletion \
+file:///w/typed.py 395:28 automatic
+2026-12-07 11:28:10.593 [error] 2026-12-07 11:28:10,593 diffusion_infill.lsp.completion.worker DEBUG completion 14 \
+finished after 0 denoising steps; totals: 26 steps in 14 completions
+2026-12-07 11:28:10.665 [error] 2026-12-07 11:28:10,665 pygls.protocol.json_rpc DEBUG Request \
+'textDocument/inlineCompletion' received
+2026-12-07 11:28:10.666 [error] 2026-12-07 11:28:10,666 diffusion_infill.lsp.server DEBUG inlineCompletion \
+file:///w/typed.py 395:29 automatic
+2026-12-07 11:28:11.883 [error] 2026-12-07 11:28:11,883 diffusion_infill.lsp.completion.worker DEBUG completion 15 \
+cancelled after 1 denoising steps; totals: 27 steps in 15 completions
+2026-12-07 11:28:12.185 [error] 2026-12-07 11:28:12,185 diffusion_infill.lsp.completion.worker DEBUG completion 16 \
+finished after 5 denoising steps; totals: 32 steps in 16 completions
+2026-12-07 11:28:12.246 [error] 2026-12-07 11:28:12,245 diffusion_infill.lsp.server DEBUG inlineCompletion \
+file:///w/typed.py 396:0 invoked
 """
 
 
