@@ -11,6 +11,7 @@ from itertools import islice
 from diffusion_infill.engine.repair.jsonfix.content import words
 from diffusion_infill.engine.repair.jsonfix.lexer import (
     _LITERALS,
+    CUT_TO_SIGN,
     Token,
     _after_blanks,
     _bare_end,
@@ -159,9 +160,12 @@ class _Parser:
         elif token.kind in ("word", "number") and (bare := _bare_value(self.text, token, self.in_object)) is not None:
             self.out.emit(bare)
             self.skip_to(_bare_end(self.text, token.start, self.in_object))
+            self.concatenate()
         elif token.kind == "word":
             self.take()
             self.out.emit(_LITERALS.get(token.text, json.dumps(token.text, ensure_ascii=False)))
+            if token.text not in _LITERALS:  # `abc + "def"`: a bare word is a string, and joins as one
+                self.concatenate()
         elif token.kind == "string":
             self.take()
             self.out.emit(token.text)
@@ -351,7 +355,8 @@ class _Parser:
         self.key(token)
         following = self.peek()
         if following is None and (not token.closed or token.kind == "word"):
-            if first:  # the text ends inside the object's only key: kept, with null, as jsonrepair does
+            # the text ends inside the object's only key: kept, with null, as jsonrepair does (an empty one: dropped)
+            if first and token.text != '""':
                 self.out.insert(": null")
                 return True
             self.drop_cut_key(written)  # the text ends inside a later key: no value is missing
@@ -416,7 +421,8 @@ class _Parser:
                 self.out.insert(",")
                 self.reopen_object(token)
                 continue
-            if (token.kind == "punct" and token.text in _OPENERS) or (_starts_value(token) and self._on_next_line()):
+            listed = _starts_value(token) or (words_listed and token.kind == "word")  # `red` / `green`: one a line
+            if (token.kind == "punct" and token.text in _OPENERS) or (listed and self._on_next_line()):
                 self.out.insert(",")
                 self.value()
                 values += 1
@@ -500,7 +506,8 @@ def _unwrapped(text: str) -> str:
 def structural_repair(text: str, jsonc: bool = False) -> str | None:
     """The text rewritten as JSON (JSONC: keeping comments and trailing commas) with the smallest local
     changes, or None when there is nothing to repair."""
-    if not _HAS_VALUE.search(text):  # quotes and punctuation alone (`"`, `'"'`): no JSON here
+    if not _HAS_VALUE.search(text) and not CUT_TO_SIGN.fullmatch(text.strip()):
+        # quotes and punctuation alone (`"`, `'"'`): no JSON here; a lone `-` or `.` is a number cut short
         return None
     try:
         repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
