@@ -190,8 +190,21 @@ def test_digit_separators_are_dropped_from_a_number():
 
 
 def test_an_empty_key_cut_off_is_no_member():
-    assert fixed('[{"a": 1}, {"') == [{"a": 1}, {}]
+    assert fixed('[{"a": 1}, {"') == [{"a": 1}, {}]  # as json_repair reads `{"` (tests/test_parse_object.py:20)
 
 
 def test_bare_words_on_lines_of_their_own_are_a_list():
     assert fixed("red\ngreen\nblue") == ["red", "green", "blue"]
+
+
+def test_a_string_that_lost_its_quote_before_a_plus_joins_the_next_string():
+    assert fixed('{"greeting": "hello /* sic */ + "world"}') == {"greeting": "helloworld"}
+
+
+def test_a_regular_expression_as_a_value_is_its_text():
+    assert fixed('{"digits": /^[0-9]+$/, "n": 1,}') == {"digits": "/^[0-9]+$/", "n": 1}
+
+
+def test_a_bare_word_before_a_quoted_key_is_a_note_not_a_key():
+    # no key made of the word: it would take "b" for its value and leave 2 a key with an invented null
+    assert fixed('{"a": 1, NOTE "b": 2}') == {"a": 1, "b": 2}

@@ -35,7 +35,13 @@ _SEPARATED_NUMBER = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:[eE][+-]
 # `-0.0` (src/regular/jsonrepair.ts:683-715). A dash before words (`- item`) is no number, an ellipsis none.
 CUT_TO_SIGN = re.compile(r"(?<![.-])(?:-\.?|\.)")  # not the last dot of an ellipsis (`[1, ...]`)
 _CUT_NUMBERS = {"-": "-0", ".": "0.0", "-.": "-0.0"}
-_NUMBER_ENDS = re.compile(r"\s*(?:[,\]})]|\Z)")
+_VALUE_ENDS = re.compile(r"\s*(?:[,\]})]|\Z)")
+# A JavaScript regular expression as a value (`/[a-z]_/`): its text, as jsonrepair writes it
+# (src/regular/jsonrepair.ts:864-876).
+_REGEX = re.compile(r"/(?![/*])(?:[^/\\\r\n]|\\.)+/")
+# The end of a string's text that a `+` joins to the next string (`"abc+/*c*/"def"`): its closing quote went missing.
+_JOINED = re.compile(r"(?:\s|/\*.*?\*/)*\+(?:\s|/\*.*?\*/)*\Z", re.DOTALL)
+_JOIN_WINDOW = 256  # how far back from a quote the `+` is looked for
 # NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
 _SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
@@ -263,6 +269,18 @@ def _ends_on_its_line(text: str, index: int, closers: str) -> bool:
     return _ends_string(text, close + 1) and _after_blanks(text, close + 1) != ":"
 
 
+def _joined_before(text: str, start: int, quote: int, closers: str) -> int | None:
+    """Where a string's text ends when a `+` joins it to the string the quote at `quote` opens (`"abc+"def"`,
+    `"abc/*c*/+"def"`): its closing quote went missing before the `+`, as jsonrepair reads it
+    (src/index.test.ts:170-171). None when no `+` is there."""
+    if text[quote - 1 : quote] not in ("+", "/", " ", "\t"):
+        return None
+    joined = _JOINED.search(text, max(start, quote - _JOIN_WINDOW), quote)
+    if joined is None or not _opens_next_string(text, quote, closers):
+        return None
+    return joined.start()
+
+
 _OPENER_OF = {"]": "[", "}": "{", ")": "("}
 
 
@@ -307,6 +325,8 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
             if first is None and (inner_end := _inner_document_end(text, index, closers)) is not None:
                 index = inner_end
                 continue
+            if first is None and (joined := _joined_before(text, start + 1, index, closers)) is not None:
+                return joined, False
             if first is None and _closes_inside(text, start + 1, index) and _ends_on_its_line(text, index + 1, closers):
                 index += 1  # `"the list [1, 2"] more"`: the quote is the string's, as the bracket after it
                 continue
@@ -444,8 +464,10 @@ def token_at(text: str, index: int) -> Token:
         return Token("string", value, index, end, closed)
     if match := _SIGNED_CONSTANT.match(text, index):
         return Token("word", match.group(), index, match.end())
-    if (match := CUT_TO_SIGN.match(text, index)) and _NUMBER_ENDS.match(text, match.end()):
+    if (match := CUT_TO_SIGN.match(text, index)) and _VALUE_ENDS.match(text, match.end()):
         return Token("number", _CUT_NUMBERS[match.group()], index, match.end())
+    if (match := _REGEX.match(text, index)) and _VALUE_ENDS.match(text, match.end()):
+        return Token("string", json.dumps(match.group(), ensure_ascii=False), index, match.end())
     if (match := _SEPARATED_NUMBER.match(text, index)) and "_" in match.group():
         number = match.group().replace("_", "").lstrip("+")
         if not _LEADING_ZERO.match(number):

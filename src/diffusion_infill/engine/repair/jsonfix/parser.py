@@ -294,6 +294,8 @@ class _Parser:
                 self.drop_trailing_comma()
                 self.out.insert(closer)
                 break
+            if is_object and self.label_before_key(token):
+                continue
             if need_comma:
                 self.out.insert(",")  # two items with no comma between them
             if is_object:
@@ -309,6 +311,21 @@ class _Parser:
         alone = members and len(keys_alone) == members and not (cut and members == 1)
         if alone and self.out.pieces[opened] == "{":  # not an object reopened
             self.as_set_literal(opened, keys_alone)
+
+    def label_before_key(self, token: Token) -> bool:
+        """A bare word before a quoted key and its colon (`{"a": 1, COMMENT "b": 2}`): an LLM's note, not a key
+        (a key made of it would take `"b"` for its value and leave `2` a key with `null`). Dropped, as json_repair
+        drops it (src/json_repair/parse_string.py:887-893)."""
+        if token.kind != "word" or token.text in _LITERALS:
+            return False
+        after = _BLANKS.match(self.text, token.end).end()
+        if after == token.end or after == len(self.text):
+            return False
+        following = token_at(self.text, after)
+        if following.kind != "string" or not following.closed or not _colon_after(self.text, following.end):
+            return False
+        self.skip_to(after)
+        return True
 
     def as_set_literal(self, opened: int, keys_alone: list[tuple[int, Token]]) -> None:
         """An object of keys alone (`{'a', 'b'}`, a Python set) is an array of them: the `:` and `null`
