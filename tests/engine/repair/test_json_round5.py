@@ -139,9 +139,11 @@ def test_a_string_that_opens_with_a_fenced_block_holds_all_of_it(text, value):
         # src/utils/stringUtils.ts:219-230): a quote before a closer the string itself opened is its text
         ('{"note": "see [a, b"] later", "k": 1}', {"note": 'see [a, b"] later', "k": 1}),
         ('["map {x: 1"} done", 2]', ['map {x: 1"} done', 2]),
+        # and one before a closer with words after it (JSON has none there): no key `here` made up
+        ('{"title": "see "] here", "id": 2}', {"title": 'see "] here', "id": 2}),
     ],
 )
-def test_a_quote_before_a_closer_the_string_opened_does_not_end_it(text, value):
+def test_a_quote_before_a_closer_the_json_cannot_hold_there_does_not_end_the_string(text, value):
     assert fixed(text) == value
 
 

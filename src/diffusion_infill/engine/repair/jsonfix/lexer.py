@@ -293,6 +293,13 @@ def _closes_inside(text: str, start: int, quote: int) -> bool:
     return opener is not None and text.count(opener, start, quote) > text.count(closer, start, quote)
 
 
+def _words_after_closer(text: str, quote: int) -> bool:
+    """Whether a closer and then a word follow the quote at `quote` (`"see "] here"`): JSON has no word right
+    after a closer, so the quote and the closer are the string's text."""
+    closer = _BLANKS.match(text, quote + 1).end()
+    return text[closer : closer + 1] in ("]", "}") and _LETTER.match(_after_blanks(text, closer + 1)) is not None
+
+
 def _in_key_place(text: str, start: int) -> bool:
     """Whether a string at `start` stands where an object's key does: after `{` or a comma."""
     index = start - 1
@@ -327,8 +334,12 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
                 continue
             if first is None and (joined := _joined_before(text, start + 1, index, closers)) is not None:
                 return joined, False
-            if first is None and _closes_inside(text, start + 1, index) and _ends_on_its_line(text, index + 1, closers):
-                index += 1  # `"the list [1, 2"] more"`: the quote is the string's, as the bracket after it
+            if (
+                first is None
+                and (_closes_inside(text, start + 1, index) or _words_after_closer(text, index))
+                and _ends_on_its_line(text, index + 1, closers)
+            ):
+                index += 1  # `"the list [1, 2"] more"`, `"see "] here"`: the quote and the closer are text
                 continue
             inner = _text_follows_parenthesis(text, index + 1, closers) or (
                 first is not None and _text_goes_on(text, index + 1, closers)
