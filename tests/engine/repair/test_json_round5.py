@@ -210,3 +210,7 @@ def test_a_regular_expression_as_a_value_is_its_text():
 def test_a_bare_word_before_a_quoted_key_is_a_note_not_a_key():
     # no key made of the word: it would take "b" for its value and leave 2 a key with an invented null
     assert fixed('{"a": 1, NOTE "b": 2}') == {"a": 1, "b": 2}
+
+
+def test_an_object_closed_too_early_takes_back_a_member_that_lost_its_colon():
+    assert fixed('{"id": 7}, "name" "Ada"}') == {"id": 7, "name": "Ada"}  # "Ada" was dropped

@@ -250,7 +250,20 @@ class _Parser:
         if self.closed_object != len(self.out.pieces) - 1:
             return False
         token = self._token_after(offset)
-        return token is not None and token.kind in ("string", "word") and _colon_after(self.text, token.end)
+        return token is not None and self._key_at(token)
+
+    def _key_at(self, token: Token) -> bool:
+        """Whether `token` reads as a key: a colon follows it, or (a quoted key that lost its colon) a quoted
+        value and the object's closer do (`"b" "x"}`)."""
+        if token.kind not in ("string", "word"):
+            return False
+        if _colon_after(self.text, token.end):
+            return True
+        value = self._token_after(token.end) if token.kind == "string" else None
+        if value is None or value.kind != "string" or not value.closed:
+            return False
+        closer = self._token_after(value.end)
+        return closer is not None and closer.text == "}"
 
     def _on_next_line(self) -> bool:
         """Whether a line break stands between what was written last and the next token."""
@@ -344,12 +357,7 @@ class _Parser:
         """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
         too early, so its closer is taken back and its members go on; False when that is not so."""
         closed = self.closed_object
-        if (
-            closed is None
-            or token.kind not in ("string", "word")
-            or not _colon_after(self.text, token.end)
-            or not self._only_comma_after(closed)
-        ):
+        if closed is None or not self._key_at(token) or not self._only_comma_after(closed):
             return False
         del self.out.pieces[closed]
         self.container("}")
