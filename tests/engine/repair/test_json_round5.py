@@ -138,6 +138,7 @@ def test_a_string_that_opens_with_a_fenced_block_holds_all_of_it(text, value):
         # jsonrepair's rule (src/regular/jsonrepair.ts:519-525, isInsideUnclosedBracket in
         # src/utils/stringUtils.ts:219-230): a quote before a closer the string itself opened is its text
         ('{"note": "see [a, b"] later", "k": 1}', {"note": 'see [a, b"] later', "k": 1}),
+        ('{"note": "see [a, b"], later", "k": 1}', {"note": 'see [a, b"], later', "k": 1}),  # a comma after it
         ('["map {x: 1"} done", 2]', ['map {x: 1"} done', 2]),
         # and one before a closer with words after it (JSON has none there): no key `here` made up
         ('{"title": "see "] here", "id": 2}', {"title": 'see "] here', "id": 2}),

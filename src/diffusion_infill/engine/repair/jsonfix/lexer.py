@@ -284,13 +284,27 @@ def _joined_before(text: str, start: int, quote: int, closers: str) -> int | Non
 _OPENER_OF = {"]": "[", "}": "{", ")": "("}
 
 
-def _closes_inside(text: str, start: int, quote: int) -> bool:
-    """Whether the closer after the quote at `quote` closes a bracket the string opened (`"see [a, b"] later"`):
-    the string from `start` holds more of its opener than of it. jsonrepair's rule (src/regular/jsonrepair.ts:519-525,
-    isInsideUnclosedBracket in src/utils/stringUtils.ts:219-230)."""
+class _Brackets:
+    """The brackets of a string's text up to a quote, counted once however often a later quote asks (quotes
+    are asked in order): a long string of `"]` costs what it is long, not its square."""
+
+    def __init__(self, text: str, start: int):
+        self.text, self.counted, self.counts = text, start, dict.fromkeys("[]{}()", 0)
+
+    def unclosed(self, closer: str, quote: int) -> bool:
+        """Whether the text before `quote` holds more of `closer`'s opener than of it."""
+        for char in self.counts:
+            self.counts[char] += self.text.count(char, self.counted, quote)
+        self.counted = quote
+        return self.counts[_OPENER_OF[closer]] > self.counts[closer]
+
+
+def _closes_inside(text: str, quote: int, brackets: _Brackets) -> bool:
+    """Whether the closer after the quote at `quote` closes a bracket the string opened (`"see [a, b"] later"`).
+    jsonrepair's rule (src/regular/jsonrepair.ts:519-525, isInsideUnclosedBracket in
+    src/utils/stringUtils.ts:219-230)."""
     closer = _after_blanks(text, quote + 1)
-    opener = _OPENER_OF.get(closer)
-    return opener is not None and text.count(opener, start, quote) > text.count(closer, start, quote)
+    return closer in _OPENER_OF and brackets.unclosed(closer, quote)
 
 
 def _words_after_closer(text: str, quote: int) -> bool:
@@ -320,7 +334,7 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
     closers = _CLOSING[text[start]]
     if (quoted := _quoted_document_end(text, start + 1, closers)) is not None:
         return quoted, True
-    index, first, fenced = start + 1, None, False
+    index, first, fenced, brackets = start + 1, None, False, _Brackets(text, start + 1)
     if (fence := _fenced_lines_end(text, index)) is not None:  # the string opens with a fenced block
         index, fenced = fence, True
     while index < len(text):
@@ -336,7 +350,7 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
                 return joined, False
             if (
                 first is None
-                and (_closes_inside(text, start + 1, index) or _words_after_closer(text, index))
+                and (_closes_inside(text, index, brackets) or _words_after_closer(text, index))
                 and _ends_on_its_line(text, index + 1, closers)
             ):
                 index += 1  # `"the list [1, 2"] more"`, `"see "] here"`: the quote and the closer are text
