@@ -215,3 +215,8 @@ def test_a_bare_word_before_a_quoted_key_is_a_note_not_a_key():
 
 def test_an_object_closed_too_early_takes_back_a_member_that_lost_its_colon():
     assert fixed('{"id": 7}, "name" "Ada"}') == {"id": 7, "name": "Ada"}  # "Ada" was dropped
+
+
+def test_an_array_where_a_key_belongs_after_an_array_value_goes_on_that_array():
+    # json_repair's reading (src/json_repair/parse_object.py:132-172); the object kept "n": 3 no longer lost
+    assert fixed('{"tags": ["red"], ["green", "blue"], [], "n": 3}') == {"tags": ["red", "green", "blue"], "n": 3}

@@ -301,6 +301,9 @@ class _Parser:
             if not is_object and self.reopen_object(token):
                 need_comma = not self.after_item()
                 continue
+            if is_object and token.text == "[" and self.continue_array(token):
+                need_comma = not self.after_item()
+                continue
             if is_object and token.kind == "punct" and token.text in _OPENERS:
                 # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
                 # the value is the next item of what holds it; a key made up for it would be content
@@ -324,6 +327,30 @@ class _Parser:
         alone = members and len(keys_alone) == members and not (cut and members == 1)
         if alone and self.out.pieces[opened] == "{":  # not an object reopened
             self.as_set_literal(opened, keys_alone)
+
+    def continue_array(self, opener: Token) -> bool:
+        """An array where a key belongs, right after a member whose value is an array and a comma (`{"k": ["a"],
+        ["b"]}`): its items go on that array (`{"k": ["a", "b"]}`), as json_repair reads it
+        (src/json_repair/parse_object.py:132-172). False when the member before holds no array."""
+        significant = [k for k in range(len(self.out.pieces) - 1, -1, -1) if self.out.pieces[k].strip()][:3]
+        if len(significant) < 3 or [self.out.pieces[k] for k in significant[:2]] != [",", "]"]:
+            return False
+        comma, closer, before = significant
+        empty = self.out.pieces[before].rstrip().endswith("[")  # `"k": []`: no comma before the first item
+        del self.out.pieces[comma]
+        del self.out.pieces[closer]
+        self.take()
+        following = self.peek()
+        if following is not None and following.text == "]":  # `[]` adds nothing
+            self.take()
+            self.out.emit("]")
+            return True
+        if not empty:
+            space, self.out.space = self.out.space, []
+            self.out.emit(",")
+            self.out.space = space
+        self.container("]")
+        return True
 
     def label_before_key(self, token: Token) -> bool:
         """A bare word before a quoted key and its colon (`{"a": 1, COMMENT "b": 2}`): an LLM's note, not a key
