@@ -111,6 +111,35 @@ def test_closing_the_call_the_suffix_closes_and_opening_another_is_a_duplicate_c
 
 
 @pytest.mark.parametrize("language", CODE_LANGUAGES)
+def test_closing_the_bracket_the_suffix_closes_around_an_empty_hole_is_a_duplicate_closer(language):
+    # prefix + suffix alone (`d[]`) holds the parser's missing expression at the cursor: the hole.
+    assert [(p.start, p.kind) for p in check("x = d[", "a] + d[b", "]\n", language).problems] == [
+        (1, "duplicate-closer")
+    ]
+    assert check("x = d[", "a", "]\n", language).valid
+
+
+# `bench --quick --cases 100 --case-seed 31337`: filelock/_soft/_records.py:155, the diffusion
+# engine's `re!rr}".".format(((((` in `lines.append(f"duration={|}")`. It closed the interpolation
+# and the f-string, and opened a string that holds the suffix's `}`: no bracket is left unpaired,
+# and prefix + suffix alone (`{}`) is missing the expression the cursor is asked for.
+@pytest.mark.parametrize(
+    ("prefix", "candidate", "suffix", "kept"),
+    [
+        ('    if d is not None:\n        lines.append(f"duration={', 're!r}".".format(((((', '}")\n', "re!r"),
+        ('x = f"a={', 'b}" + "', '}"\n', "b"),
+        ("print(", "x) # (", ")\n", "x"),
+    ],
+)
+def test_a_closer_of_the_suffix_made_text_is_a_duplicate_closer(prefix, candidate, suffix, kept):
+    report = check(prefix, candidate, suffix, "python")
+
+    assert (len(kept), "duplicate-closer") in [(p.start, p.kind) for p in report.problems]
+    assert longest_valid_prefix(prefix, candidate, suffix, "python") == kept
+    assert check(prefix, kept, suffix, "python").valid
+
+
+@pytest.mark.parametrize("language", CODE_LANGUAGES)
 def test_a_call_inside_the_call_the_suffix_closes_is_valid(language):
     assert check("x = f(", "g(a), b", ")\n", language).valid
 
