@@ -122,13 +122,16 @@ def test_closing_the_bracket_the_suffix_closes_around_an_empty_hole_is_a_duplica
 # `bench --quick --cases 100 --case-seed 31337`: filelock/_soft/_records.py:155, the diffusion
 # engine's `re!rr}".".format(((((` in `lines.append(f"duration={|}")`. It closed the interpolation
 # and the f-string, and opened a string that holds the suffix's `}`: no bracket is left unpaired,
-# and prefix + suffix alone (`{}`) is missing the expression the cursor is asked for.
+# and prefix + suffix alone (`{}`) is missing the expression the cursor is asked for. The same rule
+# without the hole: a comment, and an f-string's escaped `}}`.
 @pytest.mark.parametrize(
     ("prefix", "candidate", "suffix", "kept"),
     [
         ('    if d is not None:\n        lines.append(f"duration={', 're!r}".".format(((((', '}")\n', "re!r"),
         ('x = f"a={', 'b}" + "', '}"\n', "b"),
         ("print(", "x) # (", ")\n", "x"),
+        # the default bench's filelock/_soft/_read_write/_sweep.py:104: `}}` leaves the suffix's `}` an escaped brace
+        ('    watched.update(f"{k', "}}", '}" for name in names)\n', ""),
     ],
 )
 def test_a_closer_of_the_suffix_made_text_is_a_duplicate_closer(prefix, candidate, suffix, kept):
