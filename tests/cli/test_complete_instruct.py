@@ -86,3 +86,13 @@ def test_a_setting_and_sampler_json_win_over_the_checkpoint(instruct_dir, tmp_pa
     assert (config.max_denoising_steps, config.sampler_config.entropy_bound, config.t_min) == (3, 0.7, 0.2)
     assert (config.t_max, config.stability_threshold) == (CHECKPOINT["t_max"], CHECKPOINT["stability_threshold"])
     assert canvas == 16
+
+
+def test_a_setting_given_at_the_clamped_canvas_default_still_wins_over_the_checkpoint(
+    instruct_dir, tmp_path, generated
+):
+    # 24 is what the clamped-canvas sampler runs when nothing is said; said out loud on an instruction
+    # checkpoint it must reach generate, not fall back to the checkpoint's 5 (issue 50)
+    run_complete(instruct_dir, tmp_path, "--max-steps", "24")
+    (config, _), *_ = generated
+    assert config.max_denoising_steps == 24 != CHECKPOINT["max_denoising_steps"]

@@ -79,6 +79,28 @@ class Nvim:
         self.api.close()
 
 
+# Wraps the diffusion_infill client's `request` once per client, whoever sends the request: the plugin,
+# or Neovim 0.12's own inline completion, which asks for other buffers too (the plugin drops those)
+_WATCH_INLINE_REQUESTS = """
+local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
+if not client.recorded then
+  client.recorded = true
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    local buf = method == 'textDocument/inlineCompletion' and vim.uri_to_bufnr(params.textDocument.uri)
+    if buf == vim.api.nvim_get_current_buf() then _G.on_inline_request(params, buf) end
+    return request(self, method, params, ...)
+  end
+end
+"""
+
+
+def record_inline_requests(nvim: Nvim, record: str) -> None:
+    """From now on the Lua statements `record` run (with `params` and `buf` in scope) as each
+    textDocument/inlineCompletion request for the current buffer goes out; a later call replaces them."""
+    nvim.lua(f"_G.on_inline_request = function(params, buf) {record} end" + _WATCH_INLINE_REQUESTS)
+
+
 def start_nvim(model: Path, telemetry: Path, native: bool, **options) -> Nvim:
     pynvim = pytest.importorskip("pynvim")
     binary = nvim_binary()

@@ -11,7 +11,7 @@ import itertools
 import re
 
 import pytest
-from nvim_driver import PLUGIN, Nvim, start_nvim
+from nvim_driver import PLUGIN, Nvim, record_inline_requests, start_nvim
 
 CODE = """import os
 
@@ -445,17 +445,9 @@ def test_an_action_that_cannot_be_carried_out_is_one_warning_line(nvim, tmp_path
 
 # A last line being typed whose rest is two lines up (`for line in lines)`): the document's draft `nes)`
 TYPING = "    count = sum(1 for line in li"
-RECORD = """
+# the keys typed and the inline completion requests, in the order they happened
+RECORD_KEYS = """
 _G.events = {}
-local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
-if not client.recorded then  -- whoever sends it: the plugin, or Neovim's own inline completion
-  client.recorded = true
-  local request = client.request
-  client.request = function(self, method, ...)
-    if method == 'textDocument/inlineCompletion' then table.insert(_G.events, 'request') end
-    return request(self, method, ...)
-  end
-end
 vim.api.nvim_create_autocmd('TextChangedI', { buffer = 0, callback = function() table.insert(_G.events, 'key') end })
 """
 
@@ -471,7 +463,8 @@ def drafted(nvim: Nvim, tmp_path, native: bool) -> None:
         nvim.wait(f"#vim.api.nvim_buf_get_extmarks(0, {NATIVE_NS}, 0, -1, {{}}) > 0", 60)
     else:
         nvim.wait(f"({SHOWN} or {{}}).text == 'nes)'", 60)
-    nvim.lua(RECORD)
+    nvim.lua(RECORD_KEYS)
+    record_inline_requests(nvim, "table.insert(_G.events, 'request')")
 
 
 @pytest.mark.parametrize("mode", ["own", "native"])

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from nvim_driver import Terminal, start_terminal
+from nvim_driver import Terminal, record_inline_requests, start_terminal
 from screenshot import publish, save_terminal
 from test_nvim import CODE, CURSORS, FINAL
 
@@ -27,22 +27,11 @@ vim.api.nvim_create_autocmd('User', { group = vim.api.nvim_create_augroup('recor
   table.insert(_G.drafts, { draft = ev.data })
 end })
 """
-RECORD_REQUESTS = """
-_G.requests = {}
-local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
-if not client.recorded then  -- whoever sends them: the plugin, or Neovim's own inline completion
-  client.recorded = true
-  local request = client.request
-  client.request = function(self, method, params, ...)
-    local buf = method == 'textDocument/inlineCompletion' and vim.uri_to_bufnr(params.textDocument.uri)
-    if buf == vim.api.nvim_get_current_buf() then  -- 0.12 asks for other buffers too; the plugin drops those
-      local at = params.position
-      table.insert(_G.requests, { params.context.triggerKind, vim.lsp.util.buf_versions[buf], at.line, at.character })
-    end
-    return request(self, method, params, ...)
-  end
-end
-"""
+# each inline completion request: trigger kind, document version, line, character
+RECORD_REQUEST = (
+    "local at = params.position; table.insert(_G.requests,"
+    " { params.context.triggerKind, vim.lsp.util.buf_versions[buf], at.line, at.character })"
+)
 GHOST, DRAFT = "38;5;248", "38;5;240"  # the plugin's 256-colour greys (ctermfg) as tmux writes them
 _files = itertools.count()
 # A last line being typed: `for line in li` is two lines up as `for line in lines)`, so the
@@ -187,8 +176,14 @@ def test_typing_drops_the_suggestion_at_once(terminal):
     assert first.rstrip() == line[:col] + typed + line[col:]  # the frame that shows the key shows nothing stale
 
 
+def record_requests(terminal: Terminal) -> None:
+    """_G.requests: the inline completion requests from now on (RECORD_REQUEST's fields)."""
+    terminal.lua("_G.requests = {}")
+    record_inline_requests(terminal, RECORD_REQUEST)
+
+
 def kinds(terminal: Terminal) -> list[int]:
-    """The trigger kinds of the inline completion requests since RECORD_REQUESTS."""
+    """The trigger kinds of the inline completion requests since record_requests."""
     return [request[0] for request in terminal.lua("return _G.requests")]
 
 
@@ -197,7 +192,7 @@ def test_trigger_and_cycle_keys_draw_their_items(terminal):
         open_file(terminal)
         insert_at(terminal, row, col)
         terminal.wait(f"{FINAL} or false", 120)  # the automatic request's answer, drawn or empty
-        terminal.lua(RECORD_REQUESTS)
+        record_requests(terminal)
         terminal.lua("_G.drafts = {}")
         terminal.type("M-\\")  # trigger: Invoked, several items
         terminal.wait(f"{FINAL} or false", 120)
@@ -238,7 +233,7 @@ def test_typing_a_line_the_file_has_from_an_empty_line_shows_its_rest(terminal):
     open_file(terminal, CODE + "\n")
     terminal.type(f":call cursor({row + 1}, 1)", "Enter")
     terminal.wait(f"vim.api.nvim_get_mode().mode == 'n' and vim.fn.line('.') == {row + 1}")
-    terminal.lua(RECORD_REQUESTS)
+    record_requests(terminal)
     terminal.type("i")
     type_slowly(terminal, TYPING)
     terminal.wait_screen(lambda screen: screen.split("\n")[row].rstrip() == TYPING + REST, 10)
@@ -286,7 +281,7 @@ def test_toggle_stops_ghost_text_while_typing_and_brings_it_back(terminal):
     try:
         terminal.type(f":call cursor({row + 1}, 1)", "Enter")
         terminal.wait(f"vim.api.nvim_get_mode().mode == 'n' and vim.fn.line('.') == {row + 1}")
-        terminal.lua(RECORD_REQUESTS)
+        record_requests(terminal)
         terminal.type("i")
         type_slowly(terminal, TYPING)
         terminal.wait("vim.api.nvim_get_current_line() == ...", 10, TYPING)

@@ -23,6 +23,12 @@
 // the status item's texts (at ready, then after each command), the suggestion while off (null: none),
 // the requests logged while off, the suggestion after, the info line then (null: none), whether
 // Suggest Now sent an Invoked request.
+// CONFIG with `bench: { file, keys, paceMs, logs, ready }` (scripts/typing_bench.py): opens `file`, waits for
+// `ready` in the logs, goes to the end of the file and presses each of `keys` (one character: typed; else a key
+// name) `paceMs` apart, then saves. Prints { bench: { shown, words, logged } }: `shown` one entry a key, milliseconds
+// from its keydown to the first moment ghost text is on screen after that key was drawn (the cursor moved),
+// read every 5 ms in the page, before the next key (null: none was); `words` whether VS Code's word suggestions
+// were open after it; `logged` what the logs gained meanwhile.
 // CONFIG with `palette: { json, logs, ready, error }`: the status item's menu and the commands on
 // the broken JSON file `json` (see palette() below). Prints { palette: { status, menu, logShown } }.
 const fs = require('fs');
@@ -68,6 +74,12 @@ function logCount(dir, text) {
   return fs.readdirSync(dir, { recursive: true }).map((name) => path.join(dir, name))
     .filter((file) => fs.statSync(file).isFile())
     .reduce((count, file) => count + fs.readFileSync(file, 'utf8').split(text).length - 1, 0);
+}
+
+/** The text of each file under `dir` (code-server's logs), by path. */
+function logTexts(dir) {
+  return Object.fromEntries(fs.readdirSync(dir, { recursive: true }).map((name) => path.join(dir, name))
+    .filter((file) => fs.statSync(file).isFile()).map((file) => [file, fs.readFileSync(file, 'utf8')]));
 }
 
 /** Waits until the logs under `dir` say `text` more than `times` times. */
@@ -238,6 +250,58 @@ async function onOff(page, config) {
   return { status, off, requests, on, info, invoked };
 }
 
+const MODIFIERS = ['Control', 'Shift', 'Alt', 'Meta'];  // pressed with a key, not keys of their own
+
+/** In the page: each key's keydown time and where the cursor was drawn then, and the first moment after
+ * it that the cursor has moved (the key was drawn) and ghost text with a visible character is on screen. */
+function recordKeys({ ghostSelector, modifiers, wordsSelector }) {
+  const editor = '.monaco-editor.focused';
+  const words = `${wordsSelector}.visible`;
+  const selector = ghostSelector.split(',').map((part) => `${editor} ${part.trim()}`).join(', ');
+  const cursor = () => {
+    const node = document.querySelector(`${editor} .cursors-layer .cursor`);
+    return node ? `${node.style.top} ${node.style.left}` : '';
+  };
+  const ghost = () => [...document.querySelectorAll(selector)].some((node) => /\S/.test(node.textContent));
+  const keys = [];
+  window.benchKeys = keys;
+  window.addEventListener('keydown', (event) => {
+    if (!modifiers.includes(event.key)) {  // a chord is one key: Control+Backspace
+      keys.push({ t: performance.now(), at: cursor(), shown: null, words: false });
+    }
+  }, true);  // capture: before the editor handles it
+  setInterval(() => {
+    const last = keys[keys.length - 1];
+    if (last && last.shown === null && cursor() !== last.at && ghost()) {
+      last.shown = performance.now() - last.t;
+    }
+    if (last && document.querySelector(words)) {
+      last.words = true;
+    }
+  }, 5);
+}
+
+/** scripts/typing_bench.py: `keys` pressed `paceMs` apart at the end of `file`; each key's key-to-ghost time. */
+async function bench(page, config) {
+  const { file, keys, paceMs, logs, ready } = config.bench;
+  await openFile(page, file);
+  await waitForLog(page, logs, ready);
+  await page.keyboard.press('Control+End');
+  await page.evaluate(recordKeys, { ghostSelector: GHOST, modifiers: MODIFIERS, wordsSelector: SUGGEST_WIDGET });
+  const before = logTexts(logs);
+  for (const key of keys) {
+    await (key.length === 1 ? page.keyboard.type(key) : page.keyboard.press(key));
+    await page.waitForTimeout(paceMs);
+  }
+  await page.waitForTimeout(SETTLE_MS);  // the last answers, and the output channel written to its file
+  const shown = await page.evaluate(() => window.benchKeys.map((key) => key.shown));
+  const words = await page.evaluate(() => window.benchKeys.map((key) => key.words));
+  const logged = Object.entries(logTexts(logs)).map(([file, text]) => text.slice((before[file] ?? '').length)).join('');
+  await page.keyboard.press('Escape');
+  await save(page);
+  return { shown, words, logged };
+}
+
 /** Selects all of the broken JSON file and runs "Fix JSON selection" from the quick fix menu,
  * asking again (as a user would) until the server, which starts with the file, offers it. */
 async function fixJson(page, config) {
@@ -324,6 +388,10 @@ async function main(configPath) {
     try {
       if (config.typing) {
         console.log(JSON.stringify({ typed: await typed(page, config) }));
+        return;
+      }
+      if (config.bench) {
+        console.log(JSON.stringify({ bench: await bench(page, config) }));
         return;
       }
       if (config.palette) {

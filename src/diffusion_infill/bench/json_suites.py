@@ -165,7 +165,8 @@ def measure(cases: list[Case], folder: Path, misses: bool = False) -> dict:
         changed = not exact and _drops_or_invents(case, answer["text"])
         row["words_changed"] += changed
         if misses and not exact:
-            print(f"MISS {case.text!r}\n  got {answer['text']!r}\n  want {json.dumps(case.expected)}")
+            label = "MISS, a word dropped or invented" if changed else "MISS"
+            print(f"{label} {case.text!r}\n  got {answer['text']!r}\n  want {json.dumps(case.expected)}")
     return dict(row)
 
 

@@ -77,7 +77,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--max-steps",
         type=positive_int,
         metavar="N",
-        help="denoising steps at most (default: the engine's; early stopping usually ends sooner)",
+        help="denoising steps at most (default: the checkpoint's, 24 on the clamped canvas; early stopping"
+        " usually ends sooner)",
     )
     parser.add_argument(
         "--entropy-bound",

@@ -43,7 +43,7 @@ class EngineSettings:
         return text if self.multi_line(prefix) else text.split("\n", 1)[0]
 
     def repair_settings(self) -> DenoiseSettings:
-        return replace(self.denoise, max_steps=min(self.repair_steps, self.denoise.max_steps))
+        return replace(self.denoise, max_steps=min(self.repair_steps, self.denoise.resolved().max_steps))
 
     def with_overrides(self, **values) -> EngineSettings:
         """Returns a copy with the given top-level or denoise fields replaced (None: keep)."""

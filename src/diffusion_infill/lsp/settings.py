@@ -26,7 +26,7 @@ class ServerSettings:
     dtype: str = "auto"  # "auto" (bfloat16 on CUDA, float32 on CPU), "float32", ...
     quantize: str = "none"  # "int8" (CPU or CUDA) or "int4" (CUDA) weights: engine.quantization
     max_gap_tokens: int | None = None  # slots in the gap; None: what the model was trained with
-    max_steps: int | None = None  # denoising steps at most; None: the engine's default (24)
+    max_steps: int | None = None  # denoising steps at most; None: the checkpoint's (24 on the clamped canvas)
     entropy_bound: float | None = None  # summed entropy accepted per step; None: the engine's default
     mode: str = "auto"  # "single-line", "multi-line", or "auto" (multi-line on an empty line)
     enabled_languages: tuple[str, ...] | None = None  # LSP languageIds to complete in; None: all

@@ -10,7 +10,7 @@ import pytest
 
 from diffusion_infill.engine.completion.chat_prompt import answer_text
 from diffusion_infill.engine.completion.denoise_settings import DenoiseSettings
-from diffusion_infill.engine.completion.instruct import InstructEngine
+from diffusion_infill.engine.completion.instruct import GENERATE_NAMES, InstructEngine, generate_overrides
 from diffusion_infill.engine.factory import create_engine
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
@@ -65,3 +65,16 @@ def test_answer_text_strips_a_code_fence_and_nothing_else():
     assert answer_text("\n```python\nreturn x\n```\n") == "return x"
     # a line break of the insertion's own (issue 50: the strip dropped it)
     assert answer_text("\nreturn x\n") == "\nreturn x\n"
+
+
+@pytest.mark.parametrize("name", sorted(GENERATE_NAMES))
+def test_every_denoise_setting_given_reaches_generate_even_at_the_clamped_canvas_default(name):
+    # what the clamped-canvas sampler would run with this setting left unsaid
+    value = dataclasses.asdict(DenoiseSettings().resolved())[name]
+    overrides = generate_overrides(DenoiseSettings(**{name: value}), directory=None)
+    told = overrides[GENERATE_NAMES[name]]
+    assert (told.entropy_bound if name == "entropy_bound" else told) == value
+
+
+def test_settings_left_unsaid_are_the_checkpoints_generation_config():
+    assert generate_overrides(DenoiseSettings(), directory=None) == {}

@@ -67,6 +67,15 @@ def test_before_closers_the_editor_added_the_draft_is_offered_without_them():
     assert offer(InfillRequest("keys = {a: [b]}\nkeys = {a: [", "]}\n", "python")).text == "b"  # nested
 
 
+def test_before_closers_a_draft_that_holds_no_closer_is_offered_as_it_is_inside_the_brackets():
+    """VS Code typed `)` after `TextWrapper(`: the earlier line's first four tokens stop before its own `)`
+    (scripts/typing_bench.py retypes textwrap.py's `fill`: before this, nothing showed from `(` to `, **`)."""
+    wrapped = "    w = TextWrapper(width=width, **kwargs)\n    w = TextWrapper("
+    assert offer(InfillRequest(wrapped, ")\n", "python")).text == "width=width,"
+    assert offer(InfillRequest(wrapped + "width=width, **", ")\n", "python")).text == "kwargs"  # then it ends so
+    assert offer(InfillRequest(wrapped + "width=width, **kwargs", ")\n", "python")) is None  # `)` alone is left
+
+
 def test_before_closers_a_draft_that_does_not_end_with_them_is_not_offered():
     assert offer(InfillRequest(COUNTING, "))\n", "python")) is None  # the earlier line closes once
     assert offer(InfillRequest(COUNTING, ") + 1\n", "python")) is None  # code after the closer

@@ -193,7 +193,7 @@ def test_a_model_candidate_may_not_add_a_value_a_number_or_a_key_only_null():
 # beside the deterministic repair: (broken text, the model's candidate, what must be chosen).
 INVENTED = {
     "an empty array for a missing value": ('{"a":}', '{"a":[]}', '{"a":null}'),
-    "an empty array after a lone sign": ('{"a":-', '{"a":[]}', '{"a":null}'),
+    "an empty array after a lone sign": ('{"a":-', '{"a":[]}', '{"a":-0}'),  # -0 as jsonrepair writes it
     "a number where an ellipsis stood": ("[1, 2, ...]", "[1, 2, 3]", "[1, 2 ]"),
     "a list read as a decimal": ("1,2,3", "1.3", "[1,2,3]"),
     "digits completing a \\u escape": ('{"u": "\\u12', '{"u": "\\u1234"}', '{"u": ""}'),  # the cut escape dropped

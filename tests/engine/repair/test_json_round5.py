@@ -119,3 +119,104 @@ def test_json_lines_are_fixed_line_by_line_and_stay_json_lines():
     result = Fixer(None).fix_json_lines(text)
     assert result.fixed and result.text == '{"event": "start"}\n{"event": "stop"}\r\n\n{"n": 1}\n'
     assert Fixer(None).fix_json_lines('{"a": 1}\n{"b": 2}\n').already_valid
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"answer": "```sh\nls -la\n```", "ok": true', {"answer": "```sh\nls -la\n```", "ok": True}),
+        ('{"answer": "~~~\nx = 1\n~~~"}', {"answer": "~~~\nx = 1\n~~~"}),
+    ],
+)
+def test_a_string_that_opens_with_a_fenced_block_holds_all_of_it(text, value):
+    assert fixed(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # jsonrepair's rule (src/regular/jsonrepair.ts:519-525, isInsideUnclosedBracket in
+        # src/utils/stringUtils.ts:219-230): a quote before a closer the string itself opened is its text
+        ('{"note": "see [a, b"] later", "k": 1}', {"note": 'see [a, b"] later', "k": 1}),
+        ('{"note": "see [a, b"], later", "k": 1}', {"note": 'see [a, b"], later', "k": 1}),  # a comma after it
+        ('["map {x: 1"} done", 2]', ['map {x: 1"} done', 2]),
+        # and one before a closer with words after it (JSON has none there): no key `here` made up
+        ('{"title": "see "] here", "id": 2}', {"title": 'see "] here', "id": 2}),
+    ],
+)
+def test_a_quote_before_a_closer_the_json_cannot_hold_there_does_not_end_the_string(text, value):
+    assert fixed(text) == value
+
+
+def test_an_invalid_escape_is_kept_as_written_and_a_valid_one_stays_an_escape():
+    # `\T` and `\U` start no JSON escape: the backslash is text; `\b` and `\n` are JSON's escapes as written
+    assert fixed('{"dir": "D:\\Temp\\Users\\bin\\new"}') == {"dir": "D:\\Temp\\Users\x08in\new"}
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        # jsonrepair writes them (src/regular/jsonrepair.ts:683-715; src/index.test.ts:603 and :626)
+        ("-", "-0"),
+        (".", "0.0"),
+        ("[4, -, 6]", "[4, -0, 6]"),
+        ('{"t": .}', '{"t": 0.0}'),
+        ('{"low": -', '{"low": -0}'),
+    ],
+)
+def test_a_number_cut_to_its_sign_or_point_is_zero_as_jsonrepair_writes_it(text, written):
+    assert Fixer(None).fix_json(text).text == written
+
+
+def test_a_dash_before_words_is_no_number():
+    assert fixed("- buy milk") == "buy milk"  # a list item's marker, not `-0`
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"s": first/*x*/ + "second"}', {"s": "firstsecond"}),
+        ('[left+"right"]', ["leftright"]),
+    ],
+)
+def test_a_bare_word_joined_to_a_string_by_plus_is_one_string(text, value):
+    assert fixed(text) == value
+
+
+def test_a_leading_zero_number_run_into_letters_is_one_string():
+    assert fixed('{"code": 007x, "n": [09b]}') == {"code": "007x", "n": ["09b"]}
+
+
+def test_digit_separators_are_dropped_from_a_number():
+    # Python's and JavaScript's `1_000`, as json_repair reads them (tests/test_parse_number.py:7-8)
+    assert fixed("[1_000, 2_500.2_5, -3_0]") == [1000, 2500.25, -30]
+
+
+def test_an_empty_key_cut_off_is_no_member():
+    assert fixed('[{"a": 1}, {"') == [{"a": 1}, {}]  # as json_repair reads `{"` (tests/test_parse_object.py:20)
+
+
+def test_bare_words_on_lines_of_their_own_are_a_list():
+    assert fixed("red\ngreen\nblue") == ["red", "green", "blue"]
+
+
+def test_a_string_that_lost_its_quote_before_a_plus_joins_the_next_string():
+    assert fixed('{"greeting": "hello /* sic */ + "world"}') == {"greeting": "helloworld"}
+
+
+def test_a_regular_expression_as_a_value_is_its_text():
+    assert fixed('{"digits": /^[0-9]+$/, "n": 1,}') == {"digits": "/^[0-9]+$/", "n": 1}
+
+
+def test_a_bare_word_before_a_quoted_key_is_a_note_not_a_key():
+    # no key made of the word: it would take "b" for its value and leave 2 a key with an invented null
+    assert fixed('{"a": 1, NOTE "b": 2}') == {"a": 1, "b": 2}
+
+
+def test_an_object_closed_too_early_takes_back_a_member_that_lost_its_colon():
+    assert fixed('{"id": 7}, "name" "Ada"}') == {"id": 7, "name": "Ada"}  # "Ada" was dropped
+
+
+def test_an_array_where_a_key_belongs_after_an_array_value_goes_on_that_array():
+    # json_repair's reading (src/json_repair/parse_object.py:132-172); the object kept "n": 3 no longer lost
+    assert fixed('{"tags": ["red"], ["green", "blue"], [], "n": 3}') == {"tags": ["red", "green", "blue"], "n": 3}

@@ -211,7 +211,7 @@ KEEPS_EVERY_CHARACTER = {
     "backslash before a letter": ('{"p": "C:\\dir\\x"}', {"p": "C:\\dir\\x"}),
     "values separated by commas": ("1,2,3", [1, 2, 3]),
     "missing value": ('{"a":}', {"a": None}),
-    "missing value after a sign": ('{"a":-', {"a": None}),
+    "a number cut to its sign": ('{"a":-', {"a": 0}),  # -0, as jsonrepair writes it (jsonrepair.ts:683-690)
 }
 
 

@@ -15,21 +15,25 @@ TUNING_FILE = "sampler.json"  # beside the checkpoint: the settings chosen for i
 # the clamped-canvas sampler's values for a checkpoint without sampler.json (and a setting left to it);
 # the instruction path leaves these to the checkpoint's generation_config (instruct.generate_overrides)
 UNTUNED = {"entropy_bound": 0.5, "t_min": 0.4, "t_max": 0.8, "stable_insertion": 0}
+# the clamped-canvas sampler's values for settings left to the checkpoint that sampler.json never tunes;
+# None, not these, is the default, so that a value said out loud (even one of these) reaches generate
+LOOP_DEFAULTS = {"max_steps": 24, "stability_threshold": 1, "confidence_threshold": 0.05}
 
 
 @dataclass(frozen=True)
 class DenoiseSettings:
-    max_steps: int = 24  # upper bound on decoder forward passes
-    # None below: the checkpoint's value (sampler.json), else UNTUNED's
+    # None: the checkpoint's value (instruction path: its generation_config; clamped canvas: its
+    # sampler.json, else UNTUNED's or LOOP_DEFAULTS')
+    max_steps: int | None = None  # upper bound on decoder forward passes
     entropy_bound: float | None = None  # summed entropy of the slots accepted per step
     # also accept every live slot whose top probability is at least this (Fast-dLLM: 0.9); 0: off
     accept_probability: float = 0.0
     t_min: float | None = None  # temperature at the last step
     t_max: float | None = None  # temperature at the first step
-    stability_threshold: int = 1  # steps the argmax must stay unchanged to stop
+    stability_threshold: int | None = None  # steps the argmax must stay unchanged to stop
     # Mean entropy (nats per live slot) under which a stable canvas stops before every slot
     # is revealed; what ends a mask-noise loop is usually the last masked slot revealed.
-    confidence_threshold: float = 0.05
+    confidence_threshold: float | None = None
     # stop once the insertion up to END has been the same for this many steps, however unsure; 0: off
     stable_insertion: int | None = None
     # lm_head and entropy on the slots that need them only (same tokens); False: on the whole canvas
@@ -41,8 +45,8 @@ class DenoiseSettings:
         return replace(self, **{k: v for k, v in tuned.items() if getattr(self, k) is None})
 
     def resolved(self) -> DenoiseSettings:
-        """Every setting left to the checkpoint and not tuned for it at UNTUNED's value."""
-        return replace(self, **{k: v for k, v in UNTUNED.items() if getattr(self, k) is None})
+        """Every setting left to the checkpoint and not tuned for it at UNTUNED's or LOOP_DEFAULTS' value."""
+        return replace(self, **{k: v for k, v in {**UNTUNED, **LOOP_DEFAULTS}.items() if getattr(self, k) is None})
 
 
 TUNED_FIELDS = tuple(UNTUNED)

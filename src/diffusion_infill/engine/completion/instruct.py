@@ -40,15 +40,10 @@ LINE_CANVAS = 64
 
 
 def generate_overrides(denoise: DenoiseSettings, directory: str | None) -> dict:
-    """What `generate` is told: the checkpoint's sampler.json values and the settings changed from
-    DenoiseSettings' defaults; everything else is the checkpoint's own generation_config."""
-    default = DenoiseSettings()
-    chosen = {
-        f.name: getattr(denoise, f.name)
-        for f in fields(denoise)
-        if getattr(denoise, f.name) != getattr(default, f.name)
-    }
-    chosen = {**load_tuning(directory), **{k: v for k, v in chosen.items() if v is not None}}
+    """What `generate` is told: the checkpoint's sampler.json values and every setting given (not
+    None); everything else is the checkpoint's own generation_config."""
+    given = {f.name: getattr(denoise, f.name) for f in fields(denoise) if getattr(denoise, f.name) is not None}
+    chosen = {**load_tuning(directory), **given}
     overrides = {GENERATE_NAMES[k]: v for k, v in chosen.items() if k in GENERATE_NAMES}
     if "sampler_config" in overrides:
         overrides["sampler_config"] = EntropyBoundSamplerConfig(entropy_bound=float(overrides["sampler_config"]))

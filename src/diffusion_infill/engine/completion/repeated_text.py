@@ -7,8 +7,9 @@ tokens that are found decide the earlier places. What follows all of those place
 at most MAX_DRAFT_TOKENS tokens of a line, is the draft.
 
 A draft is offered where the cursor ends its line, or where only closers the editor typed by
-itself follow it (VS Code's `sum(1 for x in li|)`): then the draft must end with those closers,
-and it is offered without them, since they are there already.
+itself follow it (VS Code's `sum(1 for x in li|)`): then a draft that ends with those closers is
+offered without them, since they are there already, and one that holds no closer at all (the first
+tokens of what the brackets hold: `TextWrapper(|)` with `width=width,`) is offered as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 
 from diffusion_infill.engine import syntax_check
-from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
+from diffusion_infill.engine.completion.auto_pairs import AUTO_PAIR_CLOSERS, auto_paired_closers
 from diffusion_infill.engine.requests import InfillRequest
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -148,8 +149,12 @@ def offer(request: InfillRequest) -> DocumentDraft | None:
 
 
 def _before_closers(draft: DocumentDraft, closers: str) -> DocumentDraft | None:
-    """`draft` without the `closers` it ends with; None when it does not end with them or is nothing
-    but them (the editor's closers would then stand where the draft has code, or the draft adds nothing)."""
+    """`draft` before the editor's `closers`: as it is when it holds no closer (it stops inside the
+    brackets, MAX_DRAFT_TOKENS from the cursor, and cannot repeat one), else without the `closers` it
+    ends with; None when it does not end with them or is nothing but them (the editor's closers would
+    then stand where the draft has code, or the draft adds nothing)."""
+    if not AUTO_PAIR_CLOSERS & set(draft.text):
+        return draft
     text = draft.text.removesuffix(closers)
     if text == draft.text or not text.strip():
         return None

@@ -28,6 +28,20 @@ _WORD = re.compile(r"[A-Za-z_$][\w$\-.]*")
 # An escape the end of the text cut short: a lone backslash, or `\u` with fewer than four digits.
 _CUT_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?$")
 _LEADING_ZERO = re.compile(r"[+-]?0\d")
+_RUN_ON = re.compile(r"[\w.]*")  # what a number with leading zeros runs on into (`05e`): its string's
+# Digit separators (Python's and JavaScript's `1_000`): the number is the digits.
+_SEPARATED_NUMBER = re.compile(r"[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?(?:[eE][+-]?\d+)?(?![\w.])")
+# A number cut to its sign or point (`-`, `.`, `-.`) where a number ends: jsonrepair writes `-0`, `0.0`,
+# `-0.0` (src/regular/jsonrepair.ts:683-715). A dash before words (`- item`) is no number, an ellipsis none.
+CUT_TO_SIGN = re.compile(r"(?<![.-])(?:-\.?|\.)")  # not the last dot of an ellipsis (`[1, ...]`)
+_CUT_NUMBERS = {"-": "-0", ".": "0.0", "-.": "-0.0"}
+_VALUE_ENDS = re.compile(r"\s*(?:[,\]})]|\Z)")
+# A JavaScript regular expression as a value (`/[a-z]_/`): its text, as jsonrepair writes it
+# (src/regular/jsonrepair.ts:864-876).
+_REGEX = re.compile(r"/(?![/*])(?:[^/\\\r\n]|\\.)+/")
+# The end of a string's text that a `+` joins to the next string (`"abc+/*c*/"def"`): its closing quote went missing.
+_JOINED = re.compile(r"(?:\s|/\*.*?\*/)*\+(?:\s|/\*.*?\*/)*\Z", re.DOTALL)
+_JOIN_WINDOW = 256  # how far back from a quote the `+` is looked for
 # NaN and Infinity are not JSON; a sign before them is kept in the string they become (`"-Infinity"`).
 _SIGNED_CONSTANT = re.compile(r"[+-](?:Infinity|NaN)\b")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,\]}\"'`]*")
@@ -162,7 +176,8 @@ def _fenced_lines_end(text: str, line_start: int) -> int | None:
     if opener is None:
         return None
     fence = opener.group(1)
-    closing = re.compile(rf"(?:\r\n|\r|\n)[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=\r|\n|\Z)")
+    # the closing line may end in the string's closing quote (`"```sh\nls\n```", ...`)
+    closing = re.compile(rf"(?:\r\n|\r|\n)[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=\r|\n|\Z|[\"'])")
     found = closing.search(text, opener.end())
     return None if found is None else found.end()
 
@@ -254,6 +269,51 @@ def _ends_on_its_line(text: str, index: int, closers: str) -> bool:
     return _ends_string(text, close + 1) and _after_blanks(text, close + 1) != ":"
 
 
+def _joined_before(text: str, start: int, quote: int, closers: str) -> int | None:
+    """Where a string's text ends when a `+` joins it to the string the quote at `quote` opens (`"abc+"def"`,
+    `"abc/*c*/+"def"`): its closing quote went missing before the `+`, as jsonrepair reads it
+    (src/index.test.ts:170-171). None when no `+` is there."""
+    if text[quote - 1 : quote] not in ("+", "/", " ", "\t"):
+        return None
+    joined = _JOINED.search(text, max(start, quote - _JOIN_WINDOW), quote)
+    if joined is None or not _opens_next_string(text, quote, closers):
+        return None
+    return joined.start()
+
+
+_OPENER_OF = {"]": "[", "}": "{", ")": "("}
+
+
+class _Brackets:
+    """The brackets of a string's text up to a quote, counted once however often a later quote asks (quotes
+    are asked in order): a long string of `"]` costs what it is long, not its square."""
+
+    def __init__(self, text: str, start: int):
+        self.text, self.counted, self.counts = text, start, dict.fromkeys("[]{}()", 0)
+
+    def unclosed(self, closer: str, quote: int) -> bool:
+        """Whether the text before `quote` holds more of `closer`'s opener than of it."""
+        for char in self.counts:
+            self.counts[char] += self.text.count(char, self.counted, quote)
+        self.counted = quote
+        return self.counts[_OPENER_OF[closer]] > self.counts[closer]
+
+
+def _closes_inside(text: str, quote: int, brackets: _Brackets) -> bool:
+    """Whether the closer after the quote at `quote` closes a bracket the string opened (`"see [a, b"] later"`).
+    jsonrepair's rule (src/regular/jsonrepair.ts:519-525, isInsideUnclosedBracket in
+    src/utils/stringUtils.ts:219-230)."""
+    closer = _after_blanks(text, quote + 1)
+    return closer in _OPENER_OF and brackets.unclosed(closer, quote)
+
+
+def _words_after_closer(text: str, quote: int) -> bool:
+    """Whether a closer and then a word follow the quote at `quote` (`"see "] here"`): JSON has no word right
+    after a closer, so the quote and the closer are the string's text."""
+    closer = _BLANKS.match(text, quote + 1).end()
+    return text[closer : closer + 1] in ("]", "}") and _LETTER.match(_after_blanks(text, closer + 1)) is not None
+
+
 def _in_key_place(text: str, start: int) -> bool:
     """Whether a string at `start` stands where an object's key does: after `{` or a comma."""
     index = start - 1
@@ -274,7 +334,9 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
     closers = _CLOSING[text[start]]
     if (quoted := _quoted_document_end(text, start + 1, closers)) is not None:
         return quoted, True
-    index, first, fenced = start + 1, None, False
+    index, first, fenced, brackets = start + 1, None, False, _Brackets(text, start + 1)
+    if (fence := _fenced_lines_end(text, index)) is not None:  # the string opens with a fenced block
+        index, fenced = fence, True
     while index < len(text):
         char = text[index]
         if char == "\\":
@@ -283,6 +345,15 @@ def _string_end(text: str, start: int) -> tuple[int, bool]:
         if char in closers:
             if first is None and (inner_end := _inner_document_end(text, index, closers)) is not None:
                 index = inner_end
+                continue
+            if first is None and (joined := _joined_before(text, start + 1, index, closers)) is not None:
+                return joined, False
+            if (
+                first is None
+                and (_closes_inside(text, index, brackets) or _words_after_closer(text, index))
+                and _ends_on_its_line(text, index + 1, closers)
+            ):
+                index += 1  # `"the list [1, 2"] more"`, `"see "] here"`: the quote and the closer are text
                 continue
             inner = _text_follows_parenthesis(text, index + 1, closers) or (
                 first is not None and _text_goes_on(text, index + 1, closers)
@@ -418,9 +489,18 @@ def token_at(text: str, index: int) -> Token:
         return Token("string", value, index, end, closed)
     if match := _SIGNED_CONSTANT.match(text, index):
         return Token("word", match.group(), index, match.end())
+    if (match := CUT_TO_SIGN.match(text, index)) and _VALUE_ENDS.match(text, match.end()):
+        return Token("number", _CUT_NUMBERS[match.group()], index, match.end())
+    if (match := _REGEX.match(text, index)) and _VALUE_ENDS.match(text, match.end()):
+        return Token("string", json.dumps(match.group(), ensure_ascii=False), index, match.end())
+    if (match := _SEPARATED_NUMBER.match(text, index)) and "_" in match.group():
+        number = match.group().replace("_", "").lstrip("+")
+        if not _LEADING_ZERO.match(number):
+            return Token("number", number, index, match.end())
     if match := _NUMBER.match(text, index):
         if _LEADING_ZERO.match(match.group()):  # `0789`, `-05`: JSON has no such number, a zip code is text
-            return Token("string", json.dumps(match.group()), index, match.end())
+            end = _RUN_ON.match(text, match.end()).end()
+            return Token("string", json.dumps(text[index:end]), index, end)
         number = match.group().lstrip("+")
         number = "0" + number if number.startswith(".") else number
         number = number.replace("-.", "-0.")
@@ -442,6 +522,15 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+_BLANKS_AND_BLOCK_COMMENTS = re.compile(r"(?:\s|/\*.*?\*/)*", re.DOTALL)
+
+
+def joins_string(text: str, index: int) -> bool:
+    """Whether a quoted string follows `index` past blanks and block comments: a `+` before it concatenates."""
+    after = _BLANKS_AND_BLOCK_COMMENTS.match(text, index).end()
+    return text[after : after + 1] in _QUOTES and after < len(text)
+
+
 def _bare_end(text: str, start: int, keys: bool = True) -> int:
     """Where a value written without quotes ends: at structure, a line break, a comment, a
     quoted string or (with `keys`: in an object) a bare key after white space; trailing white
@@ -452,8 +541,8 @@ def _bare_end(text: str, start: int, keys: bool = True) -> int:
         if char in ",]}[{)\r\n":
             break
         spaced = index > start and text[index - 1] in " \t"
-        if text.startswith("/*", index):  # a block comment ends a value even unspaced (`2/*two*/`)
-            break
+        if text.startswith("/*", index) or (char == "+" and joins_string(text, index + 1)):
+            break  # a block comment ends a value even unspaced (`2/*two*/`), as a `+` before a string does
         if spaced and (
             char in _QUOTES or text.startswith(("//", "#"), index) or (keys and _KEY_AHEAD.match(text, index))
         ):

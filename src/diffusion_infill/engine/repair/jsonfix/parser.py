@@ -11,6 +11,7 @@ from itertools import islice
 from diffusion_infill.engine.repair.jsonfix.content import words
 from diffusion_infill.engine.repair.jsonfix.lexer import (
     _LITERALS,
+    CUT_TO_SIGN,
     Token,
     _after_blanks,
     _bare_end,
@@ -159,9 +160,12 @@ class _Parser:
         elif token.kind in ("word", "number") and (bare := _bare_value(self.text, token, self.in_object)) is not None:
             self.out.emit(bare)
             self.skip_to(_bare_end(self.text, token.start, self.in_object))
+            self.concatenate()
         elif token.kind == "word":
             self.take()
             self.out.emit(_LITERALS.get(token.text, json.dumps(token.text, ensure_ascii=False)))
+            if token.text not in _LITERALS:  # `abc + "def"`: a bare word is a string, and joins as one
+                self.concatenate()
         elif token.kind == "string":
             self.take()
             self.out.emit(token.text)
@@ -246,7 +250,20 @@ class _Parser:
         if self.closed_object != len(self.out.pieces) - 1:
             return False
         token = self._token_after(offset)
-        return token is not None and token.kind in ("string", "word") and _colon_after(self.text, token.end)
+        return token is not None and self._key_at(token)
+
+    def _key_at(self, token: Token) -> bool:
+        """Whether `token` reads as a key: a colon follows it, or (a quoted key that lost its colon) a quoted
+        value and the object's closer do (`"b" "x"}`)."""
+        if token.kind not in ("string", "word"):
+            return False
+        if _colon_after(self.text, token.end):
+            return True
+        value = self._token_after(token.end) if token.kind == "string" else None
+        if value is None or value.kind != "string" or not value.closed:
+            return False
+        closer = self._token_after(value.end)
+        return closer is not None and closer.text == "}"
 
     def _on_next_line(self) -> bool:
         """Whether a line break stands between what was written last and the next token."""
@@ -284,12 +301,17 @@ class _Parser:
             if not is_object and self.reopen_object(token):
                 need_comma = not self.after_item()
                 continue
+            if is_object and token.text == "[" and self.continue_array(token):
+                need_comma = not self.after_item()
+                continue
             if is_object and token.kind == "punct" and token.text in _OPENERS:
                 # a value where a key belongs (`{"i": 1 {"i": 2}`): this object lost its closer, and
                 # the value is the next item of what holds it; a key made up for it would be content
                 self.drop_trailing_comma()
                 self.out.insert(closer)
                 break
+            if is_object and self.label_before_key(token):
+                continue
             if need_comma:
                 self.out.insert(",")  # two items with no comma between them
             if is_object:
@@ -305,6 +327,45 @@ class _Parser:
         alone = members and len(keys_alone) == members and not (cut and members == 1)
         if alone and self.out.pieces[opened] == "{":  # not an object reopened
             self.as_set_literal(opened, keys_alone)
+
+    def continue_array(self, opener: Token) -> bool:
+        """An array where a key belongs, right after a member whose value is an array and a comma (`{"k": ["a"],
+        ["b"]}`): its items go on that array (`{"k": ["a", "b"]}`), as json_repair reads it
+        (src/json_repair/parse_object.py:132-172). False when the member before holds no array."""
+        significant = [k for k in range(len(self.out.pieces) - 1, -1, -1) if self.out.pieces[k].strip()][:3]
+        if len(significant) < 3 or [self.out.pieces[k] for k in significant[:2]] != [",", "]"]:
+            return False
+        comma, closer, before = significant
+        empty = self.out.pieces[before].rstrip().endswith("[")  # `"k": []`: no comma before the first item
+        del self.out.pieces[comma]
+        del self.out.pieces[closer]
+        self.take()
+        following = self.peek()
+        if following is not None and following.text == "]":  # `[]` adds nothing
+            self.take()
+            self.out.emit("]")
+            return True
+        if not empty:
+            space, self.out.space = self.out.space, []
+            self.out.emit(",")
+            self.out.space = space
+        self.container("]")
+        return True
+
+    def label_before_key(self, token: Token) -> bool:
+        """A bare word before a quoted key and its colon (`{"a": 1, COMMENT "b": 2}`): an LLM's note, not a key
+        (a key made of it would take `"b"` for its value and leave `2` a key with `null`). Dropped, as json_repair
+        drops it (src/json_repair/parse_string.py:887-893)."""
+        if token.kind != "word" or token.text in _LITERALS:
+            return False
+        after = _BLANKS.match(self.text, token.end).end()
+        if after == token.end or after == len(self.text):
+            return False
+        following = token_at(self.text, after)
+        if following.kind != "string" or not following.closed or not _colon_after(self.text, following.end):
+            return False
+        self.skip_to(after)
+        return True
 
     def as_set_literal(self, opened: int, keys_alone: list[tuple[int, Token]]) -> None:
         """An object of keys alone (`{'a', 'b'}`, a Python set) is an array of them: the `:` and `null`
@@ -323,12 +384,7 @@ class _Parser:
         """A key and a colon right after an object and a comma (`{"a": 1}, "b": 2}`): the object was closed
         too early, so its closer is taken back and its members go on; False when that is not so."""
         closed = self.closed_object
-        if (
-            closed is None
-            or token.kind not in ("string", "word")
-            or not _colon_after(self.text, token.end)
-            or not self._only_comma_after(closed)
-        ):
+        if closed is None or not self._key_at(token) or not self._only_comma_after(closed):
             return False
         del self.out.pieces[closed]
         self.container("}")
@@ -351,7 +407,8 @@ class _Parser:
         self.key(token)
         following = self.peek()
         if following is None and (not token.closed or token.kind == "word"):
-            if first:  # the text ends inside the object's only key: kept, with null, as jsonrepair does
+            # the text ends inside the object's only key: kept, with null, as jsonrepair does (an empty one: dropped)
+            if first and token.text != '""':
                 self.out.insert(": null")
                 return True
             self.drop_cut_key(written)  # the text ends inside a later key: no value is missing
@@ -416,7 +473,8 @@ class _Parser:
                 self.out.insert(",")
                 self.reopen_object(token)
                 continue
-            if (token.kind == "punct" and token.text in _OPENERS) or (_starts_value(token) and self._on_next_line()):
+            listed = _starts_value(token) or (words_listed and token.kind == "word")  # `red` / `green`: one a line
+            if (token.kind == "punct" and token.text in _OPENERS) or (listed and self._on_next_line()):
                 self.out.insert(",")
                 self.value()
                 values += 1
@@ -500,7 +558,8 @@ def _unwrapped(text: str) -> str:
 def structural_repair(text: str, jsonc: bool = False) -> str | None:
     """The text rewritten as JSON (JSONC: keeping comments and trailing commas) with the smallest local
     changes, or None when there is nothing to repair."""
-    if not _HAS_VALUE.search(text):  # quotes and punctuation alone (`"`, `'"'`): no JSON here
+    if not _HAS_VALUE.search(text) and not CUT_TO_SIGN.fullmatch(text.strip()):
+        # quotes and punctuation alone (`"`, `'"'`): no JSON here; a lone `-` or `.` is a number cut short
         return None
     try:
         repaired = _Parser(_unwrapped(_unescaped(text)), jsonc).document()
