@@ -145,7 +145,7 @@ def _confidence_note(confidence: float | None, shown: bool, min_confidence: floa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
+    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:10:24")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument(
         "--min-confidence",
