@@ -81,9 +81,8 @@ def test_answers_without_a_run_are_decided_in_one_module():
     # the quiet characters' rule is asked by the policy alone (the Trigger type beside it is everyone's)
     askers = {name for name, path in _modules() if "triggers.quiet(" in path.read_text(encoding="utf-8")}
     assert askers == without_run
-    # the benchmark's typed-along scenario warm-starts as the suggestion cache does (suggestion_cache.rest)
-    assert importers("diffusion_infill.lsp.completion.suggestion_cache") == without_run | named("bench.compare")
-    assert "diffusion_infill.lsp.completion.runs" in importers("diffusion_infill.lsp.completion.without_run")
+    # the server's runs ask it, and the benchmark's typed-along scenario warm-starts as its cache does (rest)
+    assert importers("diffusion_infill.lsp.completion.without_run") == named("lsp.completion.runs", "bench.compare")
 
 
 def test_the_closers_an_editor_types_by_itself_are_listed_in_one_module():

@@ -85,7 +85,12 @@ def test_longest_valid_prefix_drops_a_stolen_closer_and_what_follows(language):
 
 # `bench --quick --cases 100 --case-seed 9241`: the diffusion engine's suggestions that closed the
 # string the editor's quote after the cursor closes, and opened another for that quote (valid Python:
-# strings side by side); pygls/__init__.py:24 and huggingface_hub's novita.py:24.
+# strings side by side); pygls/__init__.py:24 and huggingface_hub's novita.py:24. Then
+# `--case-seed 31337`'s filelock/_soft/_records.py:155, `re!rr}".".format(((((` in
+# `lines.append(f"duration={|}")`: it closed the interpolation and the f-string and opened a string
+# that holds the suffix's `}`, so no bracket is left unpaired, and prefix + suffix alone (`{}`) is
+# missing the expression the cursor is asked for. The same without the hole: a closer made a
+# comment's text, and (the default bench's filelock/_soft/_read_write/_sweep.py:104) an f-string's `}}`.
 @pytest.mark.parametrize(
     ("prefix", "candidate", "suffix", "kept"),
     [
@@ -93,14 +98,19 @@ def test_longest_valid_prefix_drops_a_stolen_closer_and_what_follows(language):
         ('def f(self):\n    return "', 'r" + " "" ""', '"\n\n    def g(self):\n        pass\n', "r"),
         ('def f(self):\n    return "', 'r"', '"\n\n    def g(self):\n        pass\n', "r"),
         ('output = d.get("', 'response", None")', '")\n', "response"),
+        ('    if d is not None:\n        lines.append(f"duration={', 're!r}".".format(((((', '}")\n', "re!r"),
+        ('x = f"a={', 'b}" + "', '}"\n', "b"),
+        ("print(", "x) # (", ")\n", "x"),
+        ('    watched.update(f"{k', "}}", '}" for name in names)\n', ""),
     ],
 )
-def test_closing_the_string_the_suffix_closes_is_a_duplicate_closer(prefix, candidate, suffix, kept):
+def test_closing_the_string_or_bracket_the_suffix_closes_is_a_duplicate_closer(prefix, candidate, suffix, kept):
     report = check(prefix, candidate, suffix, "python")
 
     assert not report.valid
     assert (len(kept), "duplicate-closer") in [(p.start, p.kind) for p in report.problems]
     assert longest_valid_prefix(prefix, candidate, suffix, "python") == kept
+    assert check(prefix, kept, suffix, "python").valid
 
 
 @pytest.mark.parametrize("language", CODE_LANGUAGES)
@@ -108,6 +118,15 @@ def test_closing_the_call_the_suffix_closes_and_opening_another_is_a_duplicate_c
     report = check("x = f(", "a) + (b", ")\n", language)
 
     assert [(p.start, p.kind) for p in report.problems] == [(1, "duplicate-closer")]
+
+
+@pytest.mark.parametrize("language", CODE_LANGUAGES)
+def test_closing_the_bracket_the_suffix_closes_around_an_empty_hole_is_a_duplicate_closer(language):
+    # prefix + suffix alone (`d[]`) holds the parser's missing expression at the cursor: the hole.
+    assert [(p.start, p.kind) for p in check("x = d[", "a] + d[b", "]\n", language).problems] == [
+        (1, "duplicate-closer")
+    ]
+    assert check("x = d[", "a", "]\n", language).valid
 
 
 @pytest.mark.parametrize("language", CODE_LANGUAGES)

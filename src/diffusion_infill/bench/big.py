@@ -57,7 +57,7 @@ from diffusion_infill.bench.metrics import percentile
 from diffusion_infill.bench.npm_peers import JSONREPAIR, node_for
 from diffusion_infill.cli.inputs import positive_float, positive_int
 from diffusion_infill.engine.repair.fixes import Fixer
-from diffusion_infill.lsp.server import DRAFT_NOTIFICATION
+from diffusion_infill.lsp.completion.items import DRAFT_NOTIFICATION
 from diffusion_infill.lsp.status import STATUS_NOTIFICATION
 
 PYTHON_BLOCK = '''

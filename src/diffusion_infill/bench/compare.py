@@ -127,7 +127,7 @@ def _engine(config: Config, model: Path | None, baseline: Path, quantize: str = 
 
 def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Config) -> dict | None:
     from diffusion_infill.engine.completion.prefix_cache import PrefixCache
-    from diffusion_infill.lsp.completion import suggestion_cache
+    from diffusion_infill.lsp.completion import without_run
 
     first = run_case(engine, case, tokenizer, prefill_passes)
     if len(first["text"]) <= TYPED_CHARACTERS:
@@ -136,7 +136,7 @@ def _typed_along(engine, case: Case, tokenizer, prefill_passes: int, config: Con
     follow = replace(case, prefix=case.prefix + typed, expected=first["text"][TYPED_CHARACTERS:])
     if not config.kv_reuse:
         engine.prefix_cache = PrefixCache()
-    rest = suggestion_cache.rest(request_of(case), first["text"], request_of(follow))
+    rest = without_run.rest(request_of(case), first["text"], request_of(follow))
     return run_case(engine, follow, tokenizer, prefill_passes, start_text=rest if config.warm_start else None)
 
 
@@ -445,7 +445,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="--replay: type excerpts of these Python files or folders (your own code) instead",
+        help="--replay: type excerpts of these Python files or folders (your own code; files of more than 60 "
+        "lines) instead",
     )
     parser.add_argument(
         "--settings", metavar="JSON", help="--replay: more diffusionInfill settings for the server, a JSON object"

@@ -1,4 +1,4 @@
-"""A small least-recently-used mapping: the server keeps its last completions (lsp.completion.suggestion_cache)
+"""A small least-recently-used mapping: the server keeps its last completions (lsp.completion.without_run)
 and its last fix results (lsp) in one. `functools.lru_cache` does not fit either: both store results
 computed elsewhere, one looks through its entries newest first, and the other forgets a document's."""
 

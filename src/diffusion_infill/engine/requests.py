@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # diffusion_infill.engine.completion.sampler imports torch; r
 
 MODES = ("auto", "single-line", "multi-line")  # how many lines an insertion may span (EngineSettings.mode)
 # Where a final completion comes from: a model's run, the document's own draft
-# (engine.completion.repeated_text), the rest of a shown one typed along (lsp.completion.suggestion_cache.rest),
+# (engine.completion.repeated_text), the rest of a shown one typed along (lsp.completion.without_run.rest),
 # or a line copied from the code that the model judged and perhaps edited (engine.completion.judge)
 MODEL, DOCUMENT, TYPED_ALONG, REVISED = "model", "document", "typed_along", "revised"
 SOURCES = (MODEL, DOCUMENT, TYPED_ALONG, REVISED)

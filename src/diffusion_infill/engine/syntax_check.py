@@ -343,16 +343,21 @@ def _retyped_closer(
     cursor (`f(g(` + `x)` + `)` closes the inner call and leaves the outer one to it). Where the
     candidate leaves a bracket closing nothing, the bracket rule blames the extra closer itself, so the
     check leaves that case to it (the first closer of the construct found here may be the candidate's
-    rightful one); ``stray_counts`` counts it here too. A quote is no bracket rule's: strings do not
-    nest, so the string it closed is the one the candidate closed (`"` + `r"` + `"`)."""
+    rightful one); ``stray_counts`` counts it here too. A suffix's closer the candidate made text (a
+    string's or a comment's: `print(` + `x) # (` + `)`) no bracket rule sees, so it counts. A quote is
+    no bracket rule's: strings do not nest, so the string it closed is the one the candidate closed
+    (`"` + `r"` + `"`)."""
     if before.root is None or after.root is None:
         return None
-    closed = _closed_by(before.root, splice.start + original + gap)
+    hole = None if original else splice.start
+    closed = _closed_by(before.root, splice.start + original + gap, hole)
     if closed is None or closed[0].start_byte >= splice.start:
         return None  # nothing closes there, or what closes there opened after the cursor
-    now = _closed_by(after.root, splice.end + gap)
+    position = splice.end + gap
+    now = _closed_by(after.root, position)
     construct, closer = closed
-    if now is None and not (stray_counts or closer[-1:] in _QUOTES) or now and now[0].start_byte < splice.start:
+    counted = stray_counts or closer[-1:] in _QUOTES or _made_text(after.root, position)
+    if now is None and not counted or now and now[0].start_byte < splice.start:
         return None
     # What the candidate made of the construct's opener may be parsed as another kind of node (an
     # extra ")" turns Python's call into a print statement's tuple): matched by opener and closer.
@@ -365,19 +370,36 @@ def _retyped_closer(
     return None
 
 
-def _closed_by(root: Node, position: int) -> tuple[Node, bytes] | None:
+def _closed_by(root: Node, position: int, hole: int | None = None) -> tuple[Node, bytes] | None:
     """The construct whose closer is the token at ``position``, and that closer's text (None when
     no closer is there, or it closes a construct in or beside an error: which opener it closes is then
-    the parser's guess, as in `print("a` + `"b")`, where the real text between was `", `)."""
+    the parser's guess, as in `print("a` + `"b")`, where the real text between was `", `). The one
+    error a construct may hold is the parser's missing node at ``hole``, the cursor of prefix +
+    suffix: `f"={` + `}"` and `d[` + `]` are the expression the completion is asked for, missing."""
     token = root.descendant_for_byte_range(position, position + 1)
     if token is None or token.start_byte != position or not _is_closer(token.text):
         return None
     node = token
     while node.parent is not None and node.parent.end_byte == token.end_byte and node.start_byte >= position:
         node = node.parent
-    if node.start_byte >= position or node.has_error or node.parent is not None and node.parent.has_error:
+    beside = node.parent is not None and _beside_error(node.parent, hole)
+    if node.start_byte >= position or _beside_error(node, hole) or beside:
         return None
     return node, token.text
+
+
+def _beside_error(node: Node, hole: int | None) -> bool:
+    """Whether ``node`` holds an error other than a missing node at ``hole``."""
+    if not node.has_error:
+        return False
+    return hole is None or any((f.kind, f.start, f.end) != ("missing", hole, hole) for f in _tree_errors(node))
+
+
+def _made_text(root: Node, position: int) -> bool:
+    """Whether the closer at ``position`` is now part of a longer token (a string's or a comment's
+    text), where no bracket rule sees it: `print(` + `x) # (` + `)`, `f"{` + `a}"."` + `}"`."""
+    token = root.descendant_for_byte_range(position, position + 1)
+    return token is not None and (token.is_named or token.start_byte < position)  # a closer is a bare token
 
 
 def _is_closer(text: bytes | None) -> bool:

@@ -1,5 +1,6 @@
 """The model's lifecycle as the editor sees it, on the event loop: a load (or a server's connection)
-started by `initialize` or a settings change, its `window/workDoneProgress` and outcome, the state
+started by `initialize` or a settings change, what it makes stale (the kept runs and fixes) and the request
+policy adopted at its start and end, its `window/workDoneProgress` and outcome, the state
 published at each change (lsp.status: `infill/status` and the same `window/logMessage` line), and a
 remote engine's server that stopped answering, told once until it answers again. The load itself runs
 on the engine thread (lsp.completion.worker)."""
@@ -15,11 +16,18 @@ from lsprotocol import types
 
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.lsp.completion.current_engine import LoadOutcome
+from diffusion_infill.lsp.completion.runs import Runs
 from diffusion_infill.lsp.completion.worker import EngineWorker
 from diffusion_infill.lsp.settings import ServerSettings
 from diffusion_infill.lsp.status import ERROR, LOADING, READY, STATUS_NOTIFICATION, status
 
 log = logging.getLogger(__name__)
+
+
+class Kept(Protocol):
+    """Results kept for the model that computed them: another model makes them stale."""
+
+    def clear(self) -> None: ...
 
 
 class Server(Protocol):
@@ -28,11 +36,15 @@ class Server(Protocol):
     settings: ServerSettings
     credentials: Credentials
     worker: EngineWorker
+    runs: Runs
+    fixes: Kept  # lsp.fixes.results.FixResults: the code actions' results
     client_capabilities: types.ClientCapabilities
     work_done_progress: Any  # pygls' progress reporter
     protocol: Any  # pygls' protocol: notify
 
     def tell(self, kind: types.MessageType, message: str) -> None: ...
+
+    def background(self, coroutine) -> None: ...
 
     def window_log_message(self, params: types.LogMessageParams) -> None: ...
 
@@ -63,7 +75,10 @@ class ModelLifecycle:
             self.publish_status(READY, "the server answers again")
 
     def load(self) -> None:
-        """Starts loading the model the settings name, or connecting to their server, on the engine thread."""
+        """Starts loading the model the settings name, or connecting to their server, on the engine thread.
+        Another model: the kept runs and fixes were its predecessor's."""
+        self.ls.runs.clear()
+        self.ls.fixes.clear()
         settings, remote = self.ls.settings, self.ls.settings.remote_settings()
         self.unreachable = False
         if remote is not None:
@@ -79,6 +94,30 @@ class ModelLifecycle:
             self.loading = self.ls.worker.load(
                 settings.model, settings.device, settings.dtype, settings.engine_settings(), settings.quantize
             )
+        self.ls.runs.adopt(settings)  # the calibration beside a local checkpoint's weights already gates
+        loading, loop = self.loading, asyncio.get_running_loop()
+        # the load's end is handled on the loop before the completions queued behind it
+        loading.add_done_callback(lambda _: _on_loop(loop, self._loaded, loading))
+
+    def _loaded(self, loading: Future) -> None:
+        if self.loading is loading:  # else superseded: the load that replaced it adopts its own policy
+            self.ls.runs.adopt(self.ls.settings)
+
+    def switch(self, previous: ServerSettings) -> None:
+        """The settings changed from `previous`: the model loads again only when model, device, dtype or
+        quantization changed; else other engine settings or another request policy make the kept runs stale."""
+        ls, settings = self.ls, self.ls.settings
+        if settings.model_key() != previous.model_key():
+            self.load()
+            ls.background(self.report())
+            return
+        policy = ls.runs.policy
+        ls.runs.adopt(settings)
+        if settings.engine_settings() != previous.engine_settings():
+            ls.runs.clear()
+            ls.worker.configure(settings.engine_settings())
+        elif ls.runs.policy != policy:  # every run and result was asked under the other policy
+            ls.runs.clear()
 
     async def report(self) -> None:
         """window/workDoneProgress while the model loads, infill/status before and after; window/showMessage
@@ -119,3 +158,12 @@ class ModelLifecycle:
                     f"{outcome.source} is not calibrated (no confidence.json): every "
                     "completion is shown while typing; `python -m diffusion_infill.bench.calibrate --write` fits one",
                 )
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """`callback(*args)` on the event loop, from another thread; nothing once the loop has closed (a load
+    that ends after the session did: its outcome concerns no one, and a traceback would say otherwise)."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # "Event loop is closed"
+        log.debug("the event loop closed before %s could run", getattr(callback, "__name__", callback))

@@ -16,21 +16,27 @@ import asyncio
 import logging
 import os
 import sys
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from diffusion_infill.engine.remote.errors import RemoteError
 from diffusion_infill.engine.remote.settings import Credentials
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.current_engine import State, TorchStart
-from diffusion_infill.lsp.completion.items import SelectedEntry, items, placement
-from diffusion_infill.lsp.completion.policy import DocumentDrafts, RequestPolicy
+from diffusion_infill.lsp.completion.items import (
+    DRAFT_NOTIFICATION,
+    SelectedEntry,
+    draft_params,
+    items,
+    placement,
+    selected_entry,
+)
+from diffusion_infill.lsp.completion.policy import DocumentDrafts
 from diffusion_infill.lsp.completion.runs import RunKey, Runs
 from diffusion_infill.lsp.completion.sampling import CompletionFailed
 from diffusion_infill.lsp.completion.telemetry import ACCEPT_COMMAND, Telemetry, accept_command
@@ -43,16 +49,15 @@ from diffusion_infill.lsp.fixes.edits import FIX_COMMAND
 from diffusion_infill.lsp.fixes.repairs import Repairs
 from diffusion_infill.lsp.fixes.results import FixResults
 from diffusion_infill.lsp.fixes.targets import KINDS
-from diffusion_infill.lsp.languages import closure_language
+from diffusion_infill.lsp.languages import Unchecked, closure_language
 from diffusion_infill.lsp.model_lifecycle import ModelLifecycle
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.text.documents import Document, Documents, OutOfSync, UnknownDocument
-from diffusion_infill.lsp.text.positions import UTF16, PositionError
-from diffusion_infill.lsp.text.window import ModelText, Tails
+from diffusion_infill.lsp.text.positions import UTF16
+from diffusion_infill.lsp.text.window import ModelText
 from diffusion_infill.lsp.transport.framing import Frames
 from diffusion_infill.lsp.transport.protocol import InfillProtocol
 
-DRAFT_NOTIFICATION = "infill/draft"
 log = logging.getLogger(__name__)
 
 
@@ -81,11 +86,10 @@ class InfillServer(LanguageServer):
         self.settings = options.settings
         self.credentials = options.credentials
         self.documents = Documents()
-        self.tails = Tails()  # the other open documents' text a completion reads, per version
-        self.unchecked_languages: set[str] = set()  # languageIds without a grammar, told once (unchecked)
+        self.unchecked = Unchecked()  # languageIds without a grammar, told once
         self.worker = EngineWorker(options.trust_remote_code, options.torch_start)
-        # the request policy until settings and a model come; the runs hold it (one owner: `policy` reads theirs)
-        self.runs = Runs(self.worker, self.publish_draft, RequestPolicy.of(self.settings, None, judges_lines=False))
+        self.runs = Runs(self.worker, self.publish_draft)  # they own the request policy (Runs.adopt)
+        self.runs.adopt(self.settings)  # until settings and a model come
         self.fixes = FixResults()  # code-action results per document version and target
         self.repairs = Repairs(options.worker_timeout)  # Fix JSON and Fix Markdown, in a process of their own
         self.diagnostics = publisher.Publisher(self, options.worker_timeout)
@@ -96,88 +100,23 @@ class InfillServer(LanguageServer):
         self.shut_down = False  # a shutdown request came: exit ends with status 0
 
     @property
-    def policy(self) -> RequestPolicy:
-        return self.runs.policy
-
-    @property
     def encoding(self) -> str:
         """The negotiated position encoding, as its LSP name."""
         encoding = self.workspace.position_encoding or UTF16
         return str(getattr(encoding, "value", encoding))
+
+    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float, answered: list[Draft]) -> None:
+        self.protocol.notify(DRAFT_NOTIFICATION, draft_params(key.uri, key.version, at, draft, ms, answered))
 
     def background(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def publish_draft(self, key: RunKey, at: types.Position, draft: Draft, ms: float, answered: list[Draft]) -> None:
-        position = {"line": at.line, "character": at.character}
-        params = {
-            "uri": key.uri,
-            "version": key.version,
-            "position": position,
-            "text": draft.text,
-            "step": draft.step,
-            "final": draft.final,
-            "source": draft.source,
-            "ms": round(ms),
-            "confidence": draft.confidence,
-        }
-        if draft.final:  # each item's own info line, in the answer's order (docs/protocol.md)
-            params["items"] = [
-                {"step": item.step, "ms": round(item.ms or 0), "confidence": item.confidence, "source": item.source}
-                for item in answered
-                if item.text
-            ]
-        self.protocol.notify(DRAFT_NOTIFICATION, params)
-
-    def unchecked(self, language_id: str) -> None:
-        """Says in the client's log, once per languageId, that no grammar checks its completions."""
-        if language_id in self.unchecked_languages:
-            return
-        self.unchecked_languages.add(language_id)
-        grammar = f"no tree-sitter grammar for languageId {language_id!r}"
-        message = f"{grammar}: completions there are checked for balanced brackets only"
-        self.window_log_message(types.LogMessageParams(types.MessageType.Info, message))
-
     def tell(self, kind: types.MessageType, message: str) -> None:
         """Shows `message` to the user and logs it."""
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffusion-infill: {message}"))
-
-    def adopt_policy(self) -> None:
-        """The request policy of the settings and of what the worker knows of the model (lsp.completion.policy):
-        built at each settings change and at each model load's start and end, read by every request."""
-        self.runs.policy = RequestPolicy.of(self.settings, self.worker.calibration, self.worker.judges_lines)
-
-    def load_model(self) -> None:
-        """Another model: the kept runs and fixes were its predecessor's."""
-        self.runs.clear()
-        self.fixes.clear()
-        self.model.load()
-        self.adopt_policy()  # the calibration beside a local checkpoint's weights already gates
-        loading, loop = self.model.loading, asyncio.get_running_loop()
-        # the load's end is handled on the loop before the completions queued behind it
-        loading.add_done_callback(lambda _: _on_loop(loop, self._loaded, loading))
-
-    def _loaded(self, loading: Future) -> None:
-        if self.model.loading is loading:  # else superseded: the load that replaced it adopts its own policy
-            self.adopt_policy()
-
-    def apply(self, settings: ServerSettings) -> None:
-        """Switches to new settings: loads the model again only when model, device, dtype or quantization changed."""
-        previous, self.settings = self.settings, settings
-        if settings.model_key() != previous.model_key():
-            self.load_model()
-            self.background(self.model.report())
-            return
-        policy = self.policy
-        self.adopt_policy()
-        if settings.engine_settings() != previous.engine_settings():
-            self.runs.clear()
-            self.worker.configure(settings.engine_settings())
-        elif self.policy != policy:  # every run and result was asked under the other policy
-            self.runs.clear()
 
     def start_io(self, stdin=None, stdout=None) -> None:
         # pygls trusts stdin's framing; one broken frame would lose every later message (lsp.transport.framing).
@@ -187,90 +126,47 @@ class InfillServer(LanguageServer):
             sys.exit(1)
 
     def report_server_error(self, error: Exception, source) -> None:
-        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
-            # pygls' read loop could not decode a body (JSON, UTF-8, nesting depth): JSON-RPC answers it.
-            self.protocol.reply_parse_error(error)
-            return
-        # A failed request was answered with its error; errors outside a request (a bad
-        # notification) are logged, not shown: the user cannot act on them.
-        if source is not FeatureRequestError:
-            log.error("%s: %s", getattr(source, "__name__", source), error)
+        self.protocol.server_error(error, source)  # pygls would show it to the user (lsp.transport.protocol)
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
-    """`callback(*args)` on the event loop, from another thread; nothing once the loop has closed (a load
-    that ends after the session did: its outcome concerns no one, and a traceback would say otherwise)."""
-    try:
-        loop.call_soon_threadsafe(callback, *args)
-    except RuntimeError:  # "Event loop is closed"
-        log.debug("the event loop closed before %s could run", getattr(callback, "__name__", callback))
-
-
-def _invalid(error: Exception) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(str(error))
-
-
-def _closure_language(document: Document) -> str | None:
-    return closure_language(document.language_id, document.uri)
-
-
-def _tracked(ls: InfillServer, uri: str) -> bool:
-    """Whether the server's copy of an open document is the editor's text (lsp.text.documents.OutOfSync)."""
-    try:
-        return ls.documents.get(uri).in_sync
-    except UnknownDocument as error:
-        raise _invalid(error) from None
-
-
-def _locate(ls: InfillServer, params: types.InlineCompletionParams) -> tuple[Document, int, SelectedEntry | None]:
-    """The document, the cursor offset and the selected menu entry of a request."""
+def _locate(
+    ls: InfillServer, params: types.InlineCompletionParams
+) -> tuple[Document, int, SelectedEntry | None] | None:
+    """The document, the cursor offset and the selected menu entry of a request; None while the server's copy
+    of the document is not the editor's text (lsp.text.documents.OutOfSync)."""
     try:
         document = ls.documents.get(params.text_document.uri)
-        lines, encoding = document.lines, ls.encoding
-        cursor = lines.offset(params.position, encoding)
-        selected = params.context.selected_completion_info
-        if selected is None:
-            return document, cursor, None
-        start, end = lines.offset(selected.range.start, encoding), lines.offset(selected.range.end, encoding)
-    except (UnknownDocument, PositionError) as error:
-        raise _invalid(error) from None
-    if not start <= cursor or start > end:
-        raise _invalid(ValueError("selectedCompletionInfo.range must start at or before the cursor"))
-    return document, cursor, SelectedEntry(start, end, selected.text)
+        if not document.in_sync:
+            return None
+        cursor = document.lines.offset(params.position, ls.encoding)
+        selected = selected_entry(document.lines, ls.encoding, cursor, params.context.selected_completion_info)
+    except (UnknownDocument, ValueError) as error:  # a PositionError is a ValueError
+        raise JsonRpcInvalidParams(str(error)) from None
+    return document, cursor, selected
 
 
 async def inline_completion(ls: InfillServer, params: types.InlineCompletionParams) -> list[types.InlineCompletionItem]:
     """textDocument/inlineCompletion: the converged, closure-valid completion(s) at the cursor."""
     trigger = Trigger.of(params.context.trigger_kind)
     # with -v, a user can tell whether the editor asks at all: some editors never send this request
-    log.debug(
-        "inlineCompletion %s %d:%d %s",
-        params.text_document.uri,
-        params.position.line,
-        params.position.character,
-        trigger,
-    )
-    if not _tracked(ls, params.text_document.uri):
+    uri, at = params.text_document.uri, params.position
+    log.debug("inlineCompletion %s %d:%d %s", uri, at.line, at.character, trigger)
+    if (located := _locate(ls, params)) is None:
         return []
-    document, cursor, selected = _locate(ls, params)
+    document, cursor, selected = located
     if ls.worker.state is State.FAILED or not ls.settings.enabled_for(document.language_id):
         return []
     where = placement(document.text, cursor, selected)
     lines, encoding = document.lines, ls.encoding  # the request's version: the answer's ranges refer to it
-    policy = ls.policy
+    policy = ls.runs.policy
     key = RunKey(document.uri, document.version, cursor, selected, policy.samples(trigger), trigger)
     window = ModelText.of(where.prefix, where.suffix)
     # Only an engine that judges copied lines reads the other documents: no copy of them per keystroke otherwise.
-    others = (
-        tuple(ls.tails.of(other.uri, other.text) for other in ls.documents.others(document))
-        if policy.document_drafts is DocumentDrafts.ENGINE
-        else ()
-    )
-    request = InfillRequest(
-        window.prefix, window.suffix, _closure_language(document), invoked=trigger is Trigger.INVOKED, others=others
-    )
+    others = ls.documents.tails_of_others(document) if policy.document_drafts is DocumentDrafts.ENGINE else ()
+    language = closure_language(document.language_id, document.uri)
+    request = InfillRequest(window.prefix, window.suffix, language, invoked=trigger is Trigger.INVOKED, others=others)
     try:
-        finals = await ls.runs.complete(key, request, params.position)
+        finals = await ls.runs.complete(key, request, at)
     except CompletionFailed as error:  # logged by the worker; the next request gets a fresh engine
         raise actions.RequestFailed(f"completion failed: {error}") from None
     except RemoteError as error:  # the server keeps serving; the user hears of it once
@@ -289,7 +185,7 @@ def initialize(ls: InfillServer, params: types.InitializeParams) -> None:
     """Reads initializationOptions and starts loading the model; the reply does not wait for it."""
     ls.base, problems = merge(ls.base, initialization_section(params.initialization_options))
     ls.settings = ls.base
-    ls.load_model()
+    ls.model.load()
     ls.problems = problems  # shown once initialized: a server may not message the user before its reply
 
 
@@ -302,8 +198,8 @@ def initialized(ls: InfillServer, params: types.InitializedParams) -> None:
 def did_open(ls: InfillServer, params: types.DidOpenTextDocumentParams) -> None:
     item = params.text_document
     document = ls.documents.open(item.uri, item.language_id, item.version, item.text)
-    if _closure_language(document) is None:
-        ls.unchecked(item.language_id)
+    if (message := ls.unchecked.first(item.language_id, item.uri)) is not None:
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Info, message))
     ls.runs.invalidate(item.uri)
     ls.fixes.forget(item.uri)
     ls.repairs.stop(item.uri, "the document was opened again")
@@ -329,7 +225,6 @@ def did_close(ls: InfillServer, params: types.DidCloseTextDocumentParams) -> Non
     ls.runs.invalidate(params.text_document.uri)
     ls.fixes.forget(params.text_document.uri)
     ls.repairs.stop(params.text_document.uri, "the document was closed")
-    ls.tails.forget(params.text_document.uri)
     document = ls.documents.close(params.text_document.uri)
     if document is not None:
         ls.diagnostics.forget(document)
@@ -346,7 +241,8 @@ async def did_change_configuration(ls: InfillServer, params: types.DidChangeConf
     settings, problems = merge(ls.base, section)
     if problems:
         ls.tell(types.MessageType.Warning, "ignored settings: " + "; ".join(problems))
-    ls.apply(settings)
+    previous, ls.settings = ls.settings, settings
+    ls.model.switch(previous)
 
 
 def accepted(ls: InfillServer, trigger: str) -> None:

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, clears_gate, evidence, fit
+from diffusion_infill.engine.completion.confidence import Calibration, SlotLogprobs, evidence, fit
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.requests import InfillRequest
 from diffusion_infill.engine.settings import EngineSettings
@@ -74,10 +74,6 @@ def test_a_corrupt_calibration_is_dropped_with_a_warning_naming_the_file_and_wha
     message = record.getMessage()
     assert str(tmp_path / "confidence.json") in message and reason in message
     assert "minConfidence threshold" in message and "quietAfter" in message
-
-
-def test_the_gate_lets_through_what_has_no_estimate():
-    assert clears_gate(None, 0.9) and clears_gate(0.9, 0.9) and not clears_gate(0.3, 0.5)
 
 
 def test_slot_logprobs_keep_the_probability_a_slot_was_chosen_with():

@@ -392,7 +392,7 @@ def test_default_insertion_is_never_empty(tiny_loaded):
 
 def test_the_engine_keeps_no_completion_between_requests(tiny_loaded):
     """Typing along the previous completion changes nothing by itself: a warm start is the caller's
-    (diffusion_infill.lsp.completion.suggestion_cache.rest), so the engine answers as a fresh one does."""
+    (diffusion_infill.lsp.completion.without_run.rest), so the engine answers as a fresh one does."""
     engine = engine_for(tiny_loaded)
     prefix, first = next(
         (prefix, text)

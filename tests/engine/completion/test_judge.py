@@ -7,7 +7,7 @@ import torch
 
 from diffusion_infill.engine.completion import copied_lines, judge
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.copied_lines import Candidate
+from diffusion_infill.engine.completion.copied_lines import CopiedLine
 from diffusion_infill.engine.completion.infill import InfillEngine
 from diffusion_infill.engine.completion.sampler import DenoiseSettings
 from diffusion_infill.engine.requests import MODEL, REVISED, InfillRequest
@@ -18,7 +18,7 @@ REQUEST = InfillRequest(PREFIX, "", "python")
 
 
 def candidate(text, rule="same"):
-    return Candidate(text, rule, matched=3, agree=1, distance=2)
+    return CopiedLine(text, rule, matched=3, agree=1, distance=2)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def test_while_a_local_checkpoint_loads_its_calibration_already_gates(held_load,
     assert worker.state is State.LOADING
     assert worker.calibration is not None and worker.calibration == Calibration.load(model_dir)
     policy = RequestPolicy.of(ServerSettings(), worker.calibration, worker.judges_lines)
-    assert policy.gate == worker.calibration.threshold > 0
+    assert policy.gate.threshold == worker.calibration.threshold > 0
     release.set()
     assert loading.result(60).error == "stopped by the test"
     assert worker.calibration is None  # nothing loaded: nothing calibrated

@@ -181,11 +181,6 @@ def fit_values(
     )
 
 
-def clears_gate(confidence: float | None, threshold: float) -> bool:
-    """Whether a completion with this estimate is offered; one without an estimate always is."""
-    return confidence is None or confidence >= threshold
-
-
 def gate_threshold(min_confidence: float | None, calibration: Calibration | None) -> float:
     """The confidence a completion shown while typing needs: `min_confidence` when set, else the threshold
     chosen with the checkpoint's calibration, else 0 (every completion)."""

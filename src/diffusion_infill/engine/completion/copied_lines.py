@@ -36,7 +36,10 @@ MAX_CHARS = 160  # a longer rest of a line is not offered as one suggestion
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CopiedLine:
+    """A rest of the cursor's line copied from the code, for the judge (a repair's candidate is
+    engine.repair.fixes.Candidate)."""
+
     text: str  # what to insert at the cursor
     rule: str  # "same", "analogous" or "document"
     matched: int  # tokens before the cursor that the source line shares
@@ -52,7 +55,7 @@ class _Copy:
     distance: int
 
 
-def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = MAX_CANDIDATES) -> list[Candidate]:
+def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = MAX_CANDIDATES) -> list[CopiedLine]:
     """The best `most` candidates for the rest of the cursor's line; none where the cursor does not
     end its line (closers the editor typed by itself aside: a candidate ending with them drops them)."""
     closers = auto_paired_closers(request.suffix, 0)
@@ -77,7 +80,7 @@ def candidates(request: InfillRequest, others: Sequence[str] = (), most: int = M
     return _ranked([f for f in found if f.text.strip() and len(f.text) <= MAX_CHARS], most)
 
 
-def _ranked(found: list[_Copy], most: int) -> list[Candidate]:
+def _ranked(found: list[_Copy], most: int) -> list[CopiedLine]:
     """One candidate per text: its best source, and how many sources agree on it."""
     best: dict[str, _Copy] = {}
     agree: dict[str, int] = {}
@@ -87,7 +90,7 @@ def _ranked(found: list[_Copy], most: int) -> list[Candidate]:
         if kept is None or (f.matched, -f.distance) > (kept.matched, -kept.distance):
             best[f.text] = f
     order = sorted(best.values(), key=lambda f: (f.matched, agree[f.text], -f.distance), reverse=True)
-    return [Candidate(f.text, f.rule, f.matched, agree[f.text], f.distance) for f in order[:most]]
+    return [CopiedLine(f.text, f.rule, f.matched, agree[f.text], f.distance) for f in order[:most]]
 
 
 def _tails(head: str) -> list[str]:

@@ -89,7 +89,7 @@ class InfillEngine:
         """Yields a Draft after every denoising step; the last one is final and closure-valid.
 
         `start_text` warm-starts the gap (the caller's: the rest of a completion typed along,
-        diffusion_infill.lsp.completion.suggestion_cache.rest); None: a cold start. Nothing is kept between calls but
+        diffusion_infill.lsp.completion.without_run.rest); None: a cold start. Nothing is kept between calls but
         the prefix's KV cache. Returns without a final draft when `cancelled()` turns true.
         """
         one_line = not self.settings.multi_line(request.prefix)

@@ -21,7 +21,7 @@ import torch
 
 from diffusion_infill.engine.completion import canvas as canvas_layout
 from diffusion_infill.engine.completion.confidence import Calibration
-from diffusion_infill.engine.completion.copied_lines import Candidate
+from diffusion_infill.engine.completion.copied_lines import CopiedLine
 from diffusion_infill.engine.completion.prefix import EncodedContext, encode_for, healing_candidates
 from diffusion_infill.engine.completion.sampler import softcapped_logits
 from diffusion_infill.engine.requests import InfillRequest
@@ -32,7 +32,7 @@ FLOOR = -10.0  # the lowest log-probability a token is given
 @dataclass(frozen=True)
 class Judged:
     text: str  # the insertion
-    candidate: Candidate  # where it came from
+    candidate: CopiedLine  # where it came from
     logprobs: tuple[float, ...]  # the model's log-probability of each of its tokens, then of END
 
     @property
@@ -96,7 +96,7 @@ class Judge:
         return scores, logprobs
 
 
-def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[Judged]:
+def judge(engine, request: InfillRequest, candidates: list[CopiedLine]) -> list[Judged]:
     """`candidates` judged by the model in one decoder pass, best first by their mean log-probability."""
     scorer = Judge(engine, request)
     fitting = [(c, t) for c in candidates if (t := scorer.tokens(c.text)) is not None]
@@ -110,7 +110,7 @@ def judge(engine, request: InfillRequest, candidates: list[Candidate]) -> list[J
     )
 
 
-def best(engine, request: InfillRequest, candidates: list[Candidate]) -> tuple[float, Judged] | None:
+def best(engine, request: InfillRequest, candidates: list[CopiedLine]) -> tuple[float, Judged] | None:
     """The judged candidate with the highest chance of being accepted by the engine's revision
     calibration (`engine.revision`), and that chance; None when no candidate fits the gap."""
     if not candidates:

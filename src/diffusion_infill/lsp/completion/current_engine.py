@@ -1,12 +1,18 @@
 """The engine that completions and the model's repairs run on, held by the engine thread
-(lsp.completion.worker) and only touched there: a loaded checkpoint's or a server's (engine.remote.client),
-swapped when the settings name another model, renewed after a failed completion, and the confidence
-calibration it answers with (read before the weights, so that the gate works while they load)."""
+(lsp.completion.worker): a loaded checkpoint's or a server's (engine.remote.client), swapped when the
+settings name another model, renewed after a failed completion, and the confidence calibration it answers
+with (read before the weights, so that the gate works while they load).
+
+The engine, the fixer and the loaded model are written on the engine thread only. The load's bookkeeping
+(its state, the number of loads asked for, the calibration read before the weights) has two writers: a
+load's start, on the event loop (`begin`), and its end, on the engine thread; both hold `_lock`, so a start
+cannot slip between an end's check that no newer load was asked for and its write of the state."""
 
 from __future__ import annotations
 
 import enum
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,16 +61,26 @@ class CurrentEngine:
         self._settings = EngineSettings()
         self.engine = None
         self.fixer = Fixer(None)  # deterministic repairs only, until a canvas-trained model is loaded
+        self._lock = threading.Lock()  # held to write the three below (the module's docstring)
         self.loading_calibration: Calibration | None = None  # the checkpoint's, read before its weights
         self.state = State.IDLE
         self.loads = 0  # loads and connects asked for: only the latest one's end sets `state`
+
+    def begin(self, calibration: Calibration | None) -> int:
+        """A load or connect is asked for (on the event loop), with the calibration beside its weights:
+        the state is LOADING until the end of this one, the latest; returns its number."""
+        with self._lock:
+            self.state, self.loading_calibration = State.LOADING, calibration
+            self.loads += 1
+            return self.loads
 
     @property
     def calibration(self) -> Calibration | None:
         """The loaded checkpoint's confidence calibration, or while a local checkpoint loads the one
         beside its weights; None when it has none (or none is loaded or loading)."""
-        if self.state is State.LOADING:
-            return self.loading_calibration
+        with self._lock:
+            if self.state is State.LOADING:
+                return self.loading_calibration
         return getattr(self.engine, "calibration", None)
 
     @property
@@ -91,8 +107,9 @@ class CurrentEngine:
     def _end(self, load: int, state: State) -> None:
         """A load's end: it sets the state (READY or FAILED) unless a newer load was asked for meanwhile: then
         the state stays LOADING, and completions asked meanwhile wait for that one."""
-        if load == self.loads:
-            self.state = state
+        with self._lock:
+            if load == self.loads:
+                self.state = state
 
     def connect(self, load: int, remote: RemoteSettings, settings: EngineSettings) -> LoadOutcome:
         from diffusion_infill.engine.remote.client import RemoteEngine, RemoteRepairer

@@ -1,4 +1,5 @@
-"""Where a completion goes in the document, and the inline completion items that put it there.
+"""Where a completion goes in the document, the inline completion items that put it there, and the
+`infill/draft` notifications that show it converging (docs/protocol.md).
 
 Two cases change what the engine sees and what an item replaces:
 - a selected entry in the editor's completion menu (`selectedCompletionInfo`): the
@@ -11,13 +12,17 @@ Two cases change what the engine sees and what an item replaces:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from lsprotocol.types import Command, InlineCompletionItem, Range
+from lsprotocol.types import Command, InlineCompletionItem, Position, Range, SelectedCompletionInfo
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
+from diffusion_infill.engine.requests import Draft
 from diffusion_infill.lsp.text.positions import Lines
 from diffusion_infill.lsp.text.rope import Rope
 from diffusion_infill.lsp.text.window import around
+
+DRAFT_NOTIFICATION = "infill/draft"
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,19 @@ class SelectedEntry:
     start: int  # where the entry's range starts: at or before the cursor
     end: int  # where it ends
     text: str  # the entry's text, which every item extends
+
+
+def selected_entry(
+    lines: Lines, encoding: str, cursor: int, selected: SelectedCompletionInfo | None
+) -> SelectedEntry | None:
+    """The request's selected entry as offsets; PositionError (a ValueError) for a range outside the document,
+    ValueError for one that does not start at or before the cursor."""
+    if selected is None:
+        return None
+    start, end = lines.offset(selected.range.start, encoding), lines.offset(selected.range.end, encoding)
+    if not start <= cursor or start > end:
+        raise ValueError("selectedCompletionInfo.range must start at or before the cursor")
+    return SelectedEntry(start, end, selected.text)
 
 
 @dataclass(frozen=True)
@@ -63,3 +81,28 @@ def items(
     span = Range(start=lines.position(where.start, encoding), end=lines.position(where.end, encoding))
     distinct = [text for text in dict.fromkeys(completions) if text]
     return [InlineCompletionItem(insert_text=where.insert_text(text), range=span, command=command) for text in distinct]
+
+
+def draft_params(
+    uri: str, version: int, at: Position, draft: Draft, ms: float, answered: list[Draft]
+) -> dict[str, Any]:
+    """An infill/draft notification: `draft` of the request at `at` in that version, `ms` after its run or answer
+    began; the final one also gives each item's own info line, in the answer's order (docs/protocol.md)."""
+    params: dict[str, Any] = {
+        "uri": uri,
+        "version": version,
+        "position": {"line": at.line, "character": at.character},
+        "text": draft.text,
+        "step": draft.step,
+        "final": draft.final,
+        "source": draft.source,
+        "ms": round(ms),
+        "confidence": draft.confidence,
+    }
+    if draft.final:
+        params["items"] = [
+            {"step": item.step, "ms": round(item.ms or 0), "confidence": item.confidence, "source": item.source}
+            for item in answered
+            if item.text
+        ]
+    return params

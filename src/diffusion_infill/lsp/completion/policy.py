@@ -3,13 +3,15 @@ which characters an as-you-type request runs nothing, and what confidence an off
 
 Each of these depends on a setting and on the model: its calibration (the threshold and the quiet
 characters chosen with it; known from the file beside a local checkpoint's weights while they load) and
-whether it judges copied lines itself (known once loaded). The server builds one frozen RequestPolicy
-from both at each settings change and at each model load's start and end (lsp.server), and every
-decision reads it: the inlineCompletion handler (which documents a request carries), lsp.runs (what
-answers without a run, the gate after a run). The engine's own permission to copy lines is the same
-`documentDrafts` setting (EngineSettings.document_drafts, given at load time): whether it answers from
-them is its judge's (engine.completion.judge), and the autoregressive baseline uses them only to
-decode faster (prompt lookup).
+whether it judges copied lines itself (known once loaded). One frozen RequestPolicy is built from both
+at each settings change and at each model load's start and end (lsp.model_lifecycle), kept by the runs
+(lsp.completion.runs.Runs.adopt), and every decision reads it: the inlineCompletion handler (which
+documents a request carries), lsp.completion.runs (what answers without a run, the gate after a run).
+The gate itself is one rule, `Gate.passes`, which every answer goes through: a run's completions, a kept one
+answered again, a rest typed along, a document draft.
+The engine's own permission to copy lines is the same `documentDrafts` setting (EngineSettings.document_drafts,
+given at load time): whether it answers from them is its judge's (engine.completion.judge), and the
+autoregressive baseline uses them only to decode faster (prompt lookup).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 
 from diffusion_infill.engine.completion.confidence import Calibration, gate_threshold
 from diffusion_infill.lsp.completion.triggers import Trigger
-from diffusion_infill.lsp.completion.without_run import RequestTerms
 from diffusion_infill.lsp.settings import ServerSettings
 
 
@@ -32,9 +33,35 @@ class DocumentDrafts(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Gate:
+    """The confidence a completion needs to be offered."""
+
+    threshold: float = 0.0  # 0: every completion (confidences are chances, in [0, 1])
+
+    def passes(self, confidence: float | None) -> bool:
+        """Whether a completion with this estimate is offered; one without an estimate always is."""
+        return confidence is None or confidence >= self.threshold
+
+
+OPEN = Gate()  # the user asked: every completion is offered
+
+
+@dataclass(frozen=True)
+class RequestTerms:
+    """What lsp.completion.without_run needs to know of a request besides its text."""
+
+    samples: int = 1  # items wanted: 1 as-you-type, several when the user asks
+    gate: Gate = OPEN  # what an offered completion needs
+    trigger: Trigger = Trigger.INVOKED
+    document_drafts: bool = False  # the document's draft may answer (the setting; not if the engine judges lines)
+    calibrated: bool = False  # the model's completions have calibrated estimates
+    quiet_after: str = ""  # characters after which an automatic request runs nothing
+
+
+@dataclass(frozen=True)
 class RequestPolicy:
     invoked_items: int = 3  # completions an Invoked request is offered, for cycling
-    gate: float = 0.0  # the confidence a completion offered to an Automatic request needs; Invoked: none
+    gate: Gate = OPEN  # what a completion offered to an Automatic request needs; Invoked: nothing (gate_for)
     quiet_after: str = ""  # characters after which an Automatic request runs nothing (lsp.completion.triggers)
     calibrated: bool = False  # the model's completions have calibrated estimates (a document draft needs them)
     document_drafts: DocumentDrafts = DocumentDrafts.OFF
@@ -54,7 +81,7 @@ class RequestPolicy:
             copied = DocumentDrafts.ENGINE if judges_lines else DocumentDrafts.SERVER
         return cls(
             settings.invoked_items,
-            gate_threshold(settings.min_confidence, calibration),
+            Gate(gate_threshold(settings.min_confidence, calibration)),
             quiet_after,
             calibration is not None,
             copied,
@@ -68,15 +95,15 @@ class RequestPolicy:
         """How many completions a request is offered: one while typing, several when the user asks."""
         return 1 if trigger is Trigger.AUTOMATIC else self.invoked_items
 
-    def threshold(self, trigger: Trigger) -> float:
+    def gate_for(self, trigger: Trigger) -> Gate:
         """The user asked: every completion is offered; while typing only those likely to be accepted."""
-        return self.gate if trigger is Trigger.AUTOMATIC else 0.0
+        return self.gate if trigger is Trigger.AUTOMATIC else OPEN
 
     def terms(self, samples: int, trigger: Trigger) -> RequestTerms:
         """What lsp.completion.without_run needs to know of a request besides its text."""
         return RequestTerms(
             samples,
-            self.threshold(trigger),
+            self.gate_for(trigger),
             trigger,
             self.document_drafts is DocumentDrafts.SERVER,
             self.calibrated,

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 
 from lsprotocol.types import Position
 
-from diffusion_infill.engine.completion.confidence import clears_gate
 from diffusion_infill.engine.requests import Draft, InfillRequest
 from diffusion_infill.lsp.completion.items import SelectedEntry
 from diffusion_infill.lsp.completion.policy import RequestPolicy
@@ -41,6 +40,7 @@ from diffusion_infill.lsp.completion.sampling import Job
 from diffusion_infill.lsp.completion.triggers import Trigger
 from diffusion_infill.lsp.completion.without_run import Answer, Suggestion, WithoutRun
 from diffusion_infill.lsp.completion.worker import EngineWorker
+from diffusion_infill.lsp.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ class Runs:
     def __init__(self, worker: EngineWorker, publish: Publish, policy: RequestPolicy | None = None):
         self._worker = worker
         self._publish = publish
-        # The server's, replaced at each settings change (which clears every run and result) and model load;
-        # read when applied: a request asked while the model loads is gated as the loaded model's.
+        # The one request policy (the server reads it here), replaced at each settings change and model load
+        # (adopt); read when applied: a request asked while the model loads is gated as the loaded model's.
         self.policy = policy or RequestPolicy()
         self._live: dict[str, Run] = {}
         self._done: dict[str, tuple[RunKey, list[Draft]]] = {}
@@ -112,6 +112,11 @@ class Runs:
         run.waiters -= 1
         return finals or []
 
+    def adopt(self, settings: ServerSettings) -> None:
+        """The request policy of `settings` and of what the worker knows of the model (lsp.completion.policy):
+        built at each settings change and at each model load's start and end, read by every request."""
+        self.policy = RequestPolicy.of(settings, self._worker.calibration, self._worker.judges_lines)
+
     def invalidate(self, uri: str) -> None:
         """The document changed or closed: its live run stops and answers empty, its result is dropped."""
         self._done.pop(uri, None)
@@ -137,7 +142,7 @@ class Runs:
         item the steps that wrote it."""
         self.invalidate(key.uri)
         final = _kept_draft(kept, _since(started))
-        offered = [final] if clears_gate(final.confidence, self.policy.threshold(key.trigger)) else []
+        offered = [final] if self.policy.gate_for(key.trigger).passes(final.confidence) else []
         self._done[key.uri] = (key, offered)
         answer = replace(final, step=0, text=final.text if offered else "")
         self._notify(key, position, answer, _since(started), offered)
@@ -197,11 +202,11 @@ class Runs:
 
     def _answered(self, run: Run, finals: list[Draft]) -> list[Draft]:
         """Records the result and notifies the converged text, so drafts end where the answer is;
-        returns the completions offered (those the confidence threshold lets through)."""
+        returns the completions offered (those the policy's gate lets through)."""
         finals = [run.kept, *finals] if run.kept is not None else finals
         best = next((draft for draft in finals if draft.text), finals[0])
-        threshold = self.policy.threshold(run.key.trigger)
-        offered = [draft for draft in finals if clears_gate(draft.confidence, threshold)]
+        gate = self.policy.gate_for(run.key.trigger)
+        offered = [draft for draft in finals if gate.passes(draft.confidence)]
         self._done[run.key.uri] = (run.key, offered)
         if best.text and run.kept is None:  # else the kept completion stays this context's
             self._no_run.remember(run.job.request, Suggestion(best.text, best.confidence, best.source, best.step))

@@ -69,16 +69,13 @@ class EngineWorker:
         (document drafts, the gate) work during the seconds the model stack and the weights take
         to load, from now on."""
         current = self._current
-        current.state, current.loading_calibration = State.LOADING, calibration_beside(model)
-        current.loads += 1
-        return self._executor.submit(current.load, current.loads, model, device, dtype, quantize, settings)
+        load = current.begin(calibration_beside(model))
+        return self._executor.submit(current.load, load, model, device, dtype, quantize, settings)
 
     def connect(self, remote: RemoteSettings, settings: EngineSettings) -> Future[LoadOutcome]:
         """Switches to a server's model (engine.remote.client) and probes what it supports; as `load` otherwise."""
         current = self._current
-        current.state, current.loading_calibration = State.LOADING, None
-        current.loads += 1
-        return self._executor.submit(current.connect, current.loads, remote, settings)
+        return self._executor.submit(current.connect, current.begin(None), remote, settings)
 
     def configure(self, settings: EngineSettings) -> Future[None]:
         """New engine settings for the loaded model, from the next job on."""

@@ -17,6 +17,7 @@ from lsprotocol.types import TextDocumentContentChangeEvent, TextDocumentContent
 
 from diffusion_infill.lsp.text.positions import Lines, PositionError
 from diffusion_infill.lsp.text.rope import Rope
+from diffusion_infill.lsp.text.window import Tails
 
 
 class OutOfSync(RuntimeError):
@@ -75,6 +76,7 @@ class Documents:
 
     def __init__(self) -> None:
         self._open: dict[str, Document] = {}
+        self._tails = Tails()  # what the model reads of each, as another document, per version
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         document = Document(uri, language_id, version, Rope(text))
@@ -117,8 +119,13 @@ class Documents:
         ]
         return same[-most:]
 
+    def tails_of_others(self, document: Document) -> tuple[str, ...]:
+        """What the model reads of the `others` of `document`: each one's tail, sliced once a version."""
+        return tuple(self._tails.of(other.uri, other.text) for other in self.others(document))
+
     def close(self, uri: str) -> Document | None:
         """Forgets the document; returns it, or None when it was not open."""
+        self._tails.forget(uri)
         return self._open.pop(uri, None)
 
     def get(self, uri: str) -> Document:

@@ -1,4 +1,4 @@
-"""pygls' language server protocol with five gaps closed, so every request gets a reply, and one leak:
+"""pygls' language server protocol with five gaps and one leak closed, so every request gets a reply:
 
 - params that do not parse (wrong types, missing fields): pygls 2.1 raises while
   decoding and nothing answers; here the request gets an InvalidParams error saying
@@ -29,6 +29,7 @@ from cattrs import transform_error
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
 from pygls.exceptions import (
+    FeatureRequestError,
     JsonRpcException,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
@@ -103,6 +104,18 @@ class InfillProtocol(LanguageServerProtocol):
         """An error response; unlike pygls' own, it keeps `"id": null` when the id is unknown."""
         error_object = {"code": error.code, "message": error.message}
         internals.send_data(self, {"jsonrpc": self.VERSION, "id": msg_id, "error": error_object})
+
+    def server_error(self, error: Exception, source) -> None:
+        """pygls' report of an error it caught (LanguageServer.report_server_error), which would otherwise show it
+        to the user."""
+        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
+            # pygls' read loop could not decode a body (JSON, UTF-8, nesting depth): JSON-RPC answers it.
+            self.reply_parse_error(error)
+            return
+        # A failed request was answered with its error; errors outside a request (a bad
+        # notification) are logged, not shown: the user cannot act on them.
+        if source is not FeatureRequestError:
+            log.error("%s: %s", getattr(source, "__name__", source), error)
 
     def reply_parse_error(self, error: BaseException) -> None:
         """A message body that is not JSON (or not UTF-8): its id cannot be known."""
