@@ -182,3 +182,18 @@ def test_a_big_file_is_completed_on_the_window_the_server_would_use(tmp_path):
     where = placement(text, offset)
     assert (prefix, suffix) == (where.prefix, where.suffix) and prefix.endswith("1, 1, ") and suffix.startswith("1, ")
     assert len(prefix) <= MAX_LINE and len(suffix) <= MAX_LINE
+
+
+# The autoregressive baseline (a directory with fim.json) is a --model as it is for `serve`.
+
+
+def test_the_autoregressive_baseline_completes_as_the_server_serves_it(capsys):
+    from diffusion_infill.bench.compare import BASELINE_MODEL
+
+    baseline_threshold = json.loads((BASELINE_MODEL / "confidence.json").read_text())["threshold"]
+
+    assert main(["complete", f"{SAMPLE}:10:24", "--json", "--model", str(BASELINE_MODEL)]) == 0
+
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert set(result) == JSON_KEYS and result["steps"] >= 1
+    assert result["threshold"] == baseline_threshold != CALIBRATED_THRESHOLD  # its own gate, not the embedded one's

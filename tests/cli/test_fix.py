@@ -377,3 +377,14 @@ def test_a_json_lines_file_stays_one_document_a_line(tmp_path, capsys, name):
     source.write_text('{"event": "start"}\n{event: "stop"}\n')
     assert main(["fix", str(source), "--write", "--no-model"]) == 0
     assert source.read_text() == '{"event": "start"}\n{"event": "stop"}\n'
+
+
+def test_regenerate_with_the_baseline_says_it_was_not_trained_on_the_canvas(capsys):
+    from diffusion_infill.bench.compare import BASELINE_MODEL
+
+    arguments = ["fix", str(SAMPLE), "--kind", "regenerate", "--range", "10:5-10:24", "--json"]
+
+    assert main([*arguments, "--model", str(BASELINE_MODEL)]) == 1
+
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert not result["fixed"] and "is the autoregressive baseline" in result["reason"]

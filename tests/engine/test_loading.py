@@ -206,3 +206,32 @@ def test_every_model_load_in_the_project_turns_hub_kernels_off():
         if not {"samples", "node_modules"} & set(path.parts)
     ]  # samples: a half-typed file to complete
     assert [hit for path in sources for hit in _model_loads_without_use_kernels_false(path)] == []
+
+
+# Quiet: the server's stderr is the editor's log (Neovim files every line of it as an error), so loading
+# draws no "Loading weights" progress bar there, whichever model it is.
+
+
+@pytest.fixture
+def progress_bars_on():
+    """transformers' progress bars on, as in a fresh process; the setting is restored after."""
+    from transformers.utils import logging as transformers_logging
+
+    was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()
+    yield
+    (transformers_logging.enable_progress_bar if was_on else transformers_logging.disable_progress_bar)()
+
+
+def test_loading_a_checkpoint_writes_nothing_to_stderr(saved, progress_bars_on, capfd):
+    load(str(saved), device="cpu")
+
+    assert "Loading weights" not in capfd.readouterr().err
+
+
+def test_loading_the_baseline_writes_nothing_to_stderr(progress_bars_on, capfd):
+    from diffusion_infill.engine.baseline.autoregressive import load_fim
+
+    load_fim(ROOT / "src" / "diffusion_infill" / "bench" / "fim_model", "cpu")
+
+    assert "Loading weights" not in capfd.readouterr().err

@@ -445,7 +445,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         nargs="+",
         metavar="PATH",
-        help="--replay: type excerpts of these Python files or folders (your own code) instead",
+        help="--replay: type excerpts of these Python files or folders (your own code; files of more than 60 "
+        "lines) instead",
     )
     parser.add_argument(
         "--settings", metavar="JSON", help="--replay: more diffusionInfill settings for the server, a JSON object"

@@ -76,7 +76,8 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
     says whether the server would show it while typing: its gate at `min_confidence`, else at the
     threshold calibrated with the checkpoint, as the server's default settings do."""
     # imports torch: only once the input is checked
-    from diffusion_infill.engine.completion.confidence import clears_gate, gate_threshold
+    from diffusion_infill.engine.completion.confidence import gate_threshold
+    from diffusion_infill.lsp.completion.policy import Gate  # the server's own gate rule
 
     prefix, suffix = location.split(text)
     language = languages.language_for_path(str(location.path))
@@ -102,7 +103,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             print(f"{RESTORE_AND_CLEAR}{DRAFT_COLOR}{draft.text}{RESET}", end="", flush=True)
     total_ms = (time.perf_counter() - started) * 1000
     valid = syntax_check.check(prefix, final.text, suffix, language).valid
-    printed = clears_gate(final.confidence, min_confidence or 0.0)
+    printed = Gate(min_confidence or 0.0).passes(final.confidence)
     shown_text = final.text if printed else ""
     threshold = gate_threshold(min_confidence, getattr(engine, "calibration", None))  # as the server gates
 
@@ -118,7 +119,7 @@ def run(engine, location: Location, text: str, as_json: bool, min_confidence: fl
             },
             "valid": valid,
             "confidence": None if final.confidence is None else round(final.confidence, 4),
-            "shown": clears_gate(final.confidence, threshold),
+            "shown": Gate(threshold).passes(final.confidence),
             "threshold": threshold,
             "source": final.source,  # engine.requests.SOURCES: the model's run, or a copied line it judged
         }
@@ -145,7 +146,7 @@ def _confidence_note(confidence: float | None, shown: bool, min_confidence: floa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:11:37")
+    parser.add_argument("location", help="PATH:LINE:COL, e.g. src/diffusion_infill/cli/samples/shapes.py:10:24")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument(
         "--min-confidence",

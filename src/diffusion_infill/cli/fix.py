@@ -227,7 +227,6 @@ def main(args: argparse.Namespace) -> int:
         from diffusion_infill.engine.repair.diffusion import DiffusionRepairer, RepairSettings
 
         loaded = load_model(args)
-        canvas = loaded.spec is not None  # an instruction checkpoint: deterministic repairs only
-        repairer = DiffusionRepairer(loaded, RepairSettings(seed=args.seed)) if canvas else None
-        fixer = Fixer(repairer, f"{loaded.source} was not trained on the infill canvas")
+        problem = loaded.canvas_problem  # an instruction checkpoint or the baseline: deterministic repairs only
+        fixer = Fixer(None, problem) if problem else Fixer(DiffusionRepairer(loaded, RepairSettings(seed=args.seed)))
     return run(fixer, args.path, text, selection, kind, args.json, args.write, ranged=ranged, bom=bom)

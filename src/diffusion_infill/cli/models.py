@@ -12,6 +12,7 @@ from diffusion_infill.engine.checkpoint import QUANTIZE, ModelLoadError, model_p
 from diffusion_infill.engine.requests import MODES
 
 if TYPE_CHECKING:
+    from diffusion_infill.engine.baseline.autoregressive import FimModel
     from diffusion_infill.engine.loading import LoadedModel
 
 
@@ -122,12 +123,13 @@ def start_torch(args: argparse.Namespace) -> None:
     start_torch(args.seed, args.threads)
 
 
-def load_model(args: argparse.Namespace) -> LoadedModel:
-    """The --model checkpoint on --device; a failure is one line naming what was tried."""
-    from diffusion_infill.engine.loading import load
+def load_model(args: argparse.Namespace) -> LoadedModel | FimModel:
+    """The --model checkpoint on --device, or the autoregressive baseline as the server loads it (a
+    directory with fim.json); a failure is one line naming what was tried."""
+    from diffusion_infill.engine.factory import load_any
 
     try:
-        return load(
+        return load_any(
             args.model, args.device, args.dtype, trust_remote_code=args.trust_remote_code, quantize=args.quantize
         )
     except ModelLoadError as error:

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-from processes import running
+from processes import appears, running
 
-from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied
+from diffusion_infill.lsp.diagnostics.process import DiagnosisProcess, WorkerDied, WorkerTimedOut
 
 PATIENCE = 60  # seconds a computation waits for its stop before giving up (far longer than any test needs)
 
@@ -85,6 +85,27 @@ async def test_a_killed_worker_is_logged_once_and_the_next_computation_starts_an
     assert len(errors) == 1 and "ended while computing" in errors[0].getMessage()
     assert await process.run("next", stopped_already) is False
     assert await process.run("pid", own_pid) != killed
+
+
+@pytest.mark.parametrize("name", ["repairs", "diagnostics"])
+async def test_a_computation_past_the_deadline_is_logged_naming_the_bound_and_the_next_gets_a_new_worker(name, caplog):
+    """Issue 52 item 3: a worker that stops answering (a repair's resolve, a diagnosis) is killed, and the
+    server's log says which process, the bound, and that the next computation starts another."""
+    process = DiagnosisProcess(name, deadline=1)
+    try:
+        overran = await process.run("warm", own_pid)  # a fresh worker's start-up has a bound of its own (STARTUP_S)
+        with pytest.raises(WorkerTimedOut, match=f"the {name} process gave no result within 1 s"):
+            await process.run("overruns", until_stopped)
+        assert [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING] == [
+            (
+                logging.WARNING,
+                f"the {name} process gave no result within 1 s: killed; the next computation starts a new one",
+            )
+        ]
+        assert await appears(lambda: not running(overran), 10), "the worker that overran still runs"
+        assert await process.run("next", own_pid) != overran
+    finally:
+        process.shutdown()
 
 
 # Python exits (asyncio.run returns) while a computation is under way, with nothing shut down.

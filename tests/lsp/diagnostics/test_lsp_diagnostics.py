@@ -206,3 +206,40 @@ async def test_a_document_reopened_in_another_language_and_closed_leaves_nothing
     publisher.forget(plain)
     await asyncio.sleep(2 * diagnostics.DEBOUNCE_S)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [] and server.sent == []
+
+
+async def test_a_worker_that_stops_answering_is_replaced_the_version_checked_again_and_both_logged(server, caplog):
+    """Issue 52 item 3, as the server's log and the client's log say it: the diagnostics process, held still
+    (SIGSTOP, as a hung or swapping one is), overruns the deadline; a fresh one checks the same version."""
+    caplog.set_level(logging.WARNING)
+    publisher = diagnostics.Publisher(server, deadline=1)
+    try:
+        document = server.documents.open("file:///held.json", "json", 1, '{"a": ')
+        before = workers(os.getpid())
+        publisher.schedule(document)
+        await publisher._pending[document.uri]  # the worker's start-up has a bound of its own
+        [held] = workers(os.getpid()) - before
+        os.kill(held, signal.SIGSTOP)
+        edit(document, '{"b": ')
+        publisher.schedule(document)
+        overran = publisher._pending[document.uri]
+        await overran
+        while publisher._pending[document.uri] is overran:  # the check again is scheduled after this task ended
+            await asyncio.sleep(0.01)
+        await publisher._pending[document.uri]
+        assert [(params.version, bool(params.diagnostics)) for params in server.sent] == [(1, True), (2, True)]
+        message = (
+            "diffusion-infill: could not check file:///held.json version 2: the diagnostics process gave no result "
+            "within 1 s (--worker-timeout); it was replaced; checking it again"
+        )
+        assert [(r.name, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING] == [
+            (
+                "diffusion_infill.lsp.diagnostics.process",
+                "the diagnostics process gave no result within 1 s: killed; the next computation starts a new one",
+            ),
+            (diagnostics.__name__, message),
+        ]
+        assert server.logged == [message]
+        assert await appears(lambda: not running(held), 10), "the held diagnostics process still runs"
+    finally:
+        publisher.shutdown()

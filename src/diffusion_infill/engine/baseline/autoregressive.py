@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PrefixConstrainedLogitsProcessor
 from transformers.generation.streamers import BaseStreamer
+from transformers.utils import logging as transformers_logging
 
 from diffusion_infill.engine.checkpoint import ModelLoadError
 from diffusion_infill.engine.completion.confidence import Calibration, assess
@@ -93,6 +94,7 @@ def load_fim(path: Path, device: str | None = None) -> FimModel:
             f"no autoregressive baseline at {path} (missing {SPEC_FILE}); "
             "train one with `diffusion-infill train --objective fim`"
         )
+    transformers_logging.disable_progress_bar()  # stderr belongs to the editor's log (serve --model fim_model)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.float32, local_files_only=True, use_kernels=False

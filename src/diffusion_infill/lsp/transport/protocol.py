@@ -1,4 +1,4 @@
-"""pygls' language server protocol with five gaps closed, so every request gets a reply:
+"""pygls' language server protocol with five gaps and one leak closed, so every request gets a reply:
 
 - params that do not parse (wrong types, missing fields): pygls 2.1 raises while
   decoding and nothing answers; here the request gets an InvalidParams error saying
@@ -13,12 +13,16 @@
 - a lone UTF-16 surrogate in any string of a message is replaced by U+FFFD as the body is
   decoded (lsp.transport.strings), where pygls passed it on to fail whatever encoded it;
 - document sync is `diffusion_infill.lsp.text.documents`' job: pygls' own copy (line splitting at form feeds,
-  positions clamped in place) is not kept.
+  positions clamped in place) is not kept;
+- a notification's future is dropped once its handler is done: pygls keeps it forever (`_forgetting`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from cattrs import transform_error
@@ -63,6 +67,13 @@ def _reason(error: BaseException) -> str:
     return str(cause or error) or type(error).__name__
 
 
+def _forgetting(futures: dict[Any, Any], msg_id: Any, callback: Callable[[Future], None], future: Future) -> None:
+    """`callback(future)`, once `future`'s entry in `futures` (pygls' futures by message id) is gone."""
+    if futures.get(msg_id) is future:  # a client may reuse a request's id once it was answered
+        del futures[msg_id]
+    callback(future)
+
+
 class InfillProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]):
         # pygls passes this to json.loads as object_hook, which calls it for every object of a
@@ -77,6 +88,17 @@ class InfillProtocol(LanguageServerProtocol):
         # error (stderr).
         if msg_id in internals.pending_requests(self):
             super()._handle_cancel_notification(msg_id)
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None) -> None:
+        # pygls 2.1.1 (protocol/json_rpc.py, _execute_handler, lines 207-221) keeps the future of every handler
+        # run as a coroutine or a generator under its message id, and only a request's answer takes it out
+        # again (_send_handler_result, line 296). A notification's id is a fresh uuid (_handle_notification,
+        # line 363), as is that of the handler a generator yields to (_run_generator, line 277): didOpen,
+        # didChange and didClose are generators, so every one of them kept about 1.6 KB for the whole session
+        # (issue 52: 3.3 KB per document opened and closed, docs/reliability.md). Each entry goes when its
+        # handler is done.
+        callback = partial(_forgetting, internals.pending_requests(self), msg_id, callback)
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
 
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """An error response; unlike pygls' own, it keeps `"id": null` when the id is unknown."""

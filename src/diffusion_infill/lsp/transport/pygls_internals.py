@@ -16,11 +16,12 @@ from lsprotocol.types import ResponseError
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 
 # pygls methods that lsp.transport.protocol.InfillProtocol overrides: renamed, the override would never run
-OVERRIDDEN = ("structure_message", "handle_message", "_handle_cancel_notification")
+OVERRIDDEN = ("structure_message", "handle_message", "_handle_cancel_notification", "_execute_handler")
 
 
 def pending_requests(protocol: JsonRPCProtocol) -> dict[Any, Any]:
-    """The requests sent and not yet answered, by id: pygls resolves each with set_result / set_exception."""
+    """The requests sent and not yet answered, by id: pygls resolves each with set_result / set_exception.
+    The same dict holds the futures of the handlers running for requests (and notifications) received."""
     return protocol._request_futures
 
 
