@@ -89,6 +89,17 @@ def test_the_openai_engine_needs_a_url_and_a_model(tmp_path, capsys):
     assert "--model" in capsys.readouterr().err
 
 
+def test_a_url_without_the_openai_engine_is_one_line_not_a_local_answer(tmp_path, capsys):
+    source = tmp_path / "a.py"
+    source.write_text("x = \n")
+    broken = tmp_path / "a.json"
+    broken.write_text("[1, 2,")
+    for command in (["complete", f"{source}:1:5"], ["fix", str(broken)], ["serve"]):
+        assert main([*command, "--url", "http://gpu-box:8000/v1"]) == 2
+        error = capsys.readouterr().err.strip()
+        assert "--url needs --engine openai" in error and "\n" not in error
+
+
 def test_a_server_error_during_complete_or_fix_is_one_line(tmp_path, capsys):
     """Issue 50: the probe passes, the completion's request is refused (a 500 with an error page)."""
     from openai_servers import FaultyServer, body, events

@@ -210,11 +210,11 @@ def main(args: argparse.Namespace) -> int:
     selection = Selection.parse(args.range, text)
     kind = pick_kind(args.kind, args.path, text[selection.start : selection.end])
     ranged = args.range is not None
+    server = remote.remote_settings(args)
     if not loads_model(args, kind):  # the deterministic repairs: no torch, no model stack
         why = "--no-model was given" if args.no_model else "no --model was given"
         return run(Fixer(None, why), args.path, text, selection, kind, args.json, args.write, ranged=ranged, bom=bom)
     args.model = args.model or None  # `--model` alone: the embedded model
-    server = remote.remote_settings(args)
     check_model(args)
     check_device(args)
     start_torch(args)

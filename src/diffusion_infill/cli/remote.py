@@ -60,6 +60,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def remote_settings(args: argparse.Namespace) -> RemoteSettings | None:
     """The server the arguments name; None for the in-process engine."""
     if args.engine != "openai":
+        if args.url:  # else the user's server is silently not asked and the local model answers
+            raise RemoteOptionsError("--url needs --engine openai (without it the in-process engine answers)")
         return None
     if not args.url or not args.model:
         raise RemoteOptionsError(
