@@ -25,7 +25,7 @@ Then, with the embedded model (each in a session of its own; `--no-model` leaves
 keystrokes answered by the model at the end of a 3 MB one-line JSON file, against a small
 Python file and a 1.5 KB JSON file that ends as the line does (`long_line_completion`); `diffusion-infill complete` in a
 small file, a 5 MB one and at the end of the 3 MB line (`complete_cli`); and keys typed in
-Neovim's terminal UI (tmux) at the end of the 3 MB line with clients/nvim on, then after
+Neovim's terminal UI (tmux) at the end of the 3 MB line with clients/nvim on (its drafts painted), then after
 `:DiffusionInfill disable` (`nvim_typing`). Last, Fix JSON and Fix Markdown on 1 MB and 10 MB
 one-line JSON and 2 MB of Markdown beside json_repair and jsonrepair (`fix`). Prints one JSON
 object on the last line.
@@ -444,7 +444,9 @@ return false
 def nvim_typing(characters: int, keystrokes: int) -> dict:
     """Milliseconds a key takes in Neovim's own terminal UI (in tmux) at the end of a one-line JSON
     file of `characters`, with clients/nvim set up as the README says (the embedded model, its
-    default settings), and again after `:DiffusionInfill disable`: from tmux sending the key to
+    default settings but `drafts = true`: at the end of the line the answer is empty, and a model run
+    there outlasts the pause between keys, so with drafts off nothing would be drawn and the row would
+    not measure drawing), and again after `:DiffusionInfill disable`: from tmux sending the key to
     Neovim answering with the buffer changed (it answers only between its own work, so a key that
     waits behind drawing ghost text, or behind the plugin's requests, counts that wait)."""
     import pynvim  # the dev extra's, as Neovim's
@@ -458,7 +460,8 @@ def nvim_typing(characters: int, keystrokes: int) -> dict:
         serve = [sys.executable, "-m", "diffusion_infill.cli.main", "serve", "--telemetry", str(work / "a.json")]
         (work / "init.lua").write_text(
             f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\nvim.opt.swapfile = false\n"
-            f"require('diffusion_infill').setup({{ cmd = vim.json.decode({json.dumps(json.dumps(serve))}) }})\n"
+            f"require('diffusion_infill').setup({{ cmd = vim.json.decode({json.dumps(json.dumps(serve))}),"
+            " drafts = true })\n"
         )
         base = [tmux, "-S", str(work / "tmux.sock"), "-f", "/dev/null"]
         socket = work / "nvim.sock"
