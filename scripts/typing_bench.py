@@ -38,10 +38,11 @@ import code_server  # noqa: E402  (the tests' code-server driver: one way to sta
 import nvim_driver  # noqa: E402  (the tests' Neovim-in-tmux driver: one way to start it)
 from commands import serve_command  # noqa: E402
 
+from diffusion_infill.bench.big import GHOST_ON_SCREEN  # noqa: E402  (a suggestion on the cursor's line)
+
 MODEL = ROOT / "src" / "diffusion_infill" / "engine" / "model"
-RECORD = """
-local ghost_ns = vim.api.nvim_create_namespace('diffusion_infill')
-local native_ns = vim.api.nvim_create_namespace('nvim.lsp.inline_completion')
+RECORD = (
+    """
 _G.bench = { keys = {}, requests = 0, runs = {} }
 local client = vim.lsp.get_clients({ name = 'diffusion_infill' })[1]
 local request = client.request
@@ -56,15 +57,9 @@ vim.api.nvim_create_autocmd('TextChangedI', { buffer = 0, callback = function()
   table.insert(_G.bench.keys, { tick = vim.api.nvim_buf_get_changedtick(0), t = vim.uv.hrtime() })
 end })
 local function on_screen()
-  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  for _, ns in ipairs({ ghost_ns, native_ns }) do
-    for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, { row, 0 }, { row, -1 }, { details = true })) do
-      for _, chunk in ipairs(mark[4].virt_text or {}) do
-        if chunk[1]:match('%S') then return true end
-      end
-    end
-  end
-end
+"""
+    + GHOST_ON_SCREEN
+    + """end
 _G.bench.timer = vim.uv.new_timer()
 _G.bench.timer:start(5, 5, vim.schedule_wrap(function()
   local last = _G.bench.keys[#_G.bench.keys]
@@ -73,6 +68,7 @@ _G.bench.timer:start(5, 5, vim.schedule_wrap(function()
   end
 end))
 """
+)
 RESULT = "return { keys = _G.bench.keys, requests = _G.bench.requests, runs = vim.tbl_count(_G.bench.runs) }"
 
 
