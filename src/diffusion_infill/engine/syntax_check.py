@@ -383,19 +383,9 @@ def _closed_by(root: Node, position: int, hole: int | None = None) -> tuple[Node
     while node.parent is not None and node.parent.end_byte == token.end_byte and node.start_byte >= position:
         node = node.parent
     beside = node.parent is not None and _beside_error(node.parent, hole)
-    if node.start_byte >= position or _beside_error(node, hole) or beside or _in_error(node):
+    if node.start_byte >= position or _beside_error(node, hole) or beside:
         return None
     return node, token.text
-
-
-def _in_error(node: Node) -> bool:
-    """Whether an ERROR node holds ``node``: the parser put it together while recovering, as with
-    tree-sitter-python's string of `'` + a line break + the next line's `'` (a line break ends a
-    Python string that is not triple-quoted, so that second quote opens a string of its own)."""
-    parent = node.parent
-    while parent is not None and not parent.is_error:
-        parent = parent.parent
-    return parent is not None
 
 
 def _beside_error(node: Node, hole: int | None) -> bool:
