@@ -382,8 +382,9 @@ def _closed_by(root: Node, position: int, hole: int | None = None) -> tuple[Node
     node = token
     while node.parent is not None and node.parent.end_byte == token.end_byte and node.start_byte >= position:
         node = node.parent
-    beside = node.parent is not None and _beside_error(node.parent, hole)
-    if node.start_byte >= position or _beside_error(node, hole) or beside:
+    if node.start_byte >= position or _beside_error(node, hole):
+        return None
+    if node.parent is not None and _beside_error(node.parent, hole):
         return None
     return node, token.text
 

@@ -53,7 +53,7 @@ from diffusion_infill.lsp.languages import Unchecked, closure_language
 from diffusion_infill.lsp.model_lifecycle import ModelLifecycle
 from diffusion_infill.lsp.settings import SECTION, ServerSettings, initialization_section, merge, section_of
 from diffusion_infill.lsp.text.documents import Document, Documents, OutOfSync, UnknownDocument
-from diffusion_infill.lsp.text.positions import UTF16
+from diffusion_infill.lsp.text.positions import UTF16, PositionError
 from diffusion_infill.lsp.text.window import ModelText
 from diffusion_infill.lsp.transport.framing import Frames
 from diffusion_infill.lsp.transport.protocol import InfillProtocol
@@ -140,7 +140,7 @@ def _locate(
             return None
         cursor = document.lines.offset(params.position, ls.encoding)
         selected = selected_entry(document.lines, ls.encoding, cursor, params.context.selected_completion_info)
-    except (UnknownDocument, ValueError) as error:  # a PositionError is a ValueError
+    except (UnknownDocument, PositionError) as error:
         raise JsonRpcInvalidParams(str(error)) from None
     return document, cursor, selected
 

@@ -18,7 +18,7 @@ from lsprotocol.types import Command, InlineCompletionItem, Position, Range, Sel
 
 from diffusion_infill.engine.completion.auto_pairs import auto_paired_closers
 from diffusion_infill.engine.requests import Draft
-from diffusion_infill.lsp.text.positions import Lines
+from diffusion_infill.lsp.text.positions import Lines, PositionError
 from diffusion_infill.lsp.text.rope import Rope
 from diffusion_infill.lsp.text.window import around
 
@@ -37,13 +37,13 @@ class SelectedEntry:
 def selected_entry(
     lines: Lines, encoding: str, cursor: int, selected: SelectedCompletionInfo | None
 ) -> SelectedEntry | None:
-    """The request's selected entry as offsets; PositionError (a ValueError) for a range outside the document,
-    ValueError for one that does not start at or before the cursor."""
+    """The request's selected entry as offsets; PositionError for a range outside the document or one that does
+    not start at or before the cursor."""
     if selected is None:
         return None
     start, end = lines.offset(selected.range.start, encoding), lines.offset(selected.range.end, encoding)
     if not start <= cursor or start > end:
-        raise ValueError("selectedCompletionInfo.range must start at or before the cursor")
+        raise PositionError("selectedCompletionInfo.range must start at or before the cursor")
     return SelectedEntry(start, end, selected.text)
 
 
